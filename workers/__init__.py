@@ -1,0 +1,1 @@
+"""A generic pre-fork process manager: master, gevent workers, shared memory."""
