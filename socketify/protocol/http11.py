@@ -1,6 +1,77 @@
-"""HTTP/1.1 request parsing and response serialization, sans-IO (work in progress)."""
+"""HTTP/1.1 request parsing and response head serialization, sans-IO.
+
+Theory of operation: a `RequestParser` owns one connection's input buffer. The connection
+feeds it whatever `recv` returned and pulls events until `NEED_DATA`. A request is one
+`RequestHead`, zero or more `bytes` body pieces, then `END_OF_MESSAGE`; after that the parser
+carries on with the next pipelined request already in its buffer. Anything we refuse raises
+`ParseError(status, detail)`; the parser is then dead and the connection answers the status
+and closes, because after a framing error we no longer know where the next request starts.
+
+We are deliberately stricter than RFC 9112 allows where leniency has been a smuggling or
+splitting vector: obs-fold, whitespace before the colon, bare CR, control characters,
+Content-Length with Transfer-Encoding, differing Content-Lengths, and transfer codings other
+than a lone `chunked` are all refused. Bare LF line ends are accepted (RFC 9112 §2.2 permits it).
+"""
 
 from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+from email.utils import formatdate
+from http import HTTPStatus
+from typing import Final
+
+__all__ = [
+    "CLOSED",
+    "END_OF_MESSAGE",
+    "NEED_DATA",
+    "ParseError",
+    "RequestHead",
+    "RequestParser",
+    "encode_chunk",
+    "http_date",
+    "reason_phrase",
+    "serialize_head",
+]
+
+
+class _Sentinel:
+    """A named event marker; compared by identity."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+NEED_DATA: Final = _Sentinel("NEED_DATA")
+END_OF_MESSAGE: Final = _Sentinel("END_OF_MESSAGE")
+CLOSED: Final = _Sentinel("CLOSED")
+
+METHODS: Final = frozenset(
+    {"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD", "TRACE", "CONNECT"}
+)
+VERSIONS: Final = frozenset({"HTTP/1.1", "HTTP/1.0"})
+
+# RFC 9110 §5.6.2 token, §5.5 field-value (visible ASCII, SP, HTAB and obs-text; no CTLs).
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
+_TARGET = re.compile(r"[\x21-\x7e]+")
+_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*")
+# Header lines joined by CRLF; values are checked for control characters separately.
+_HEADER_BLOCK = re.compile(
+    r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]++:[^\r]*+\r\n)*+(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]++:[^\r]*+)?"
+)
+_FRAMING_FIELD = re.compile(r"\n(content-length|transfer-encoding|connection|expect):([^\r]*)")
+# Control characters other than HTAB, CR and LF; deleting them is cheaper than a regex scan.
+_CONTROL_BYTES = bytes([*range(0, 9), 11, 12, *range(14, 32), 127])
+_HEX = re.compile(r"[0-9A-Fa-f]{1,16}")
+_CHUNK_SIZE_LINE_MAX: Final = 1024
+_TRAILER_LINE_MAX: Final = 8192
 
 
 class ParseError(Exception):
@@ -11,15 +82,19 @@ class ParseError(Exception):
         self.status = status
         self.detail = detail
 
+    def __repr__(self) -> str:
+        return f"ParseError({self.status}, {self.detail!r})"
+
 
 class RequestHead:
     """The request line and header section of one request, validated."""
 
     __slots__ = (
+        "_headers",
+        "_raw_headers",
         "chunked",
         "content_length",
         "expect_continue",
-        "headers",
         "keep_alive",
         "method",
         "path",
@@ -35,19 +110,510 @@ class RequestHead:
         path: str,
         query_string: str,
         version: str,
-        headers: list[tuple[str, str]],
+        headers: list[tuple[str, str]] | None = None,
         content_length: int | None = None,
         chunked: bool = False,
         keep_alive: bool = True,
         expect_continue: bool = False,
+        raw_headers: str = "",
     ) -> None:
         self.method = method  # "GET", case-sensitive
         self.target = target  # exactly as sent
         self.path = path  # still percent-encoded, no query; from absolute-form too
         self.query_string = query_string  # without "?"
         self.version = version  # "HTTP/1.1" or "HTTP/1.0"
-        self.headers = headers  # [(lower-case name, value)] in wire order
+        self._headers = headers
+        self._raw_headers = raw_headers  # validated header lines joined by CRLF
         self.content_length = content_length
         self.chunked = chunked
         self.keep_alive = keep_alive
         self.expect_continue = expect_continue
+
+    @property
+    def headers(self) -> list[tuple[str, str]]:
+        """[(lower-case name, value)] in wire order, split on first use."""
+        headers = self._headers
+        if headers is None:
+            raw = self._raw_headers
+            fields = [line.partition(":") for line in raw.split("\r\n")] if raw else []
+            headers = [(name.lower(), value.strip(" \t")) for name, _, value in fields]
+            self._headers = headers
+        return headers
+
+    @property
+    def has_body(self) -> bool:
+        """Whether body events follow this head."""
+        return self.chunked or bool(self.content_length)
+
+    def __repr__(self) -> str:
+        return f"<RequestHead {self.method} {self.target} {self.version}>"
+
+
+class _State:
+    HEAD = 0
+    BODY = 1
+    CHUNK_SIZE = 2
+    CHUNK_DATA = 3
+    CHUNK_END = 4
+    TRAILERS = 5
+    END = 6
+    ERROR = 7
+
+
+class RequestParser:
+    """Turns the bytes of one connection into request events."""
+
+    __slots__ = (
+        "_body_seen",
+        "_buf",
+        "_eof",
+        "_error",
+        "_remaining",
+        "_scan_from",
+        "_skipped",
+        "_state",
+        "_trailer_bytes",
+        "max_body_size",
+        "max_header_size",
+        "max_target_size",
+    )
+
+    def __init__(
+        self,
+        max_header_size: int = 16384,
+        max_target_size: int = 8192,
+        max_body_size: int = 16 * 1024 * 1024,
+    ) -> None:
+        self.max_header_size = max_header_size
+        self.max_target_size = max_target_size
+        self.max_body_size = max_body_size
+        self._buf = bytearray()
+        self._eof = False
+        self._state = _State.HEAD
+        self._scan_from = 0  # where the search for the end of the head resumes
+        self._skipped = 0  # blank lines before the request line; they count toward the limit
+        self._remaining = 0
+        self._body_seen = 0
+        self._trailer_bytes = 0
+        self._error: ParseError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet turned into events."""
+        return len(self._buf)
+
+    @property
+    def at_request_start(self) -> bool:
+        """True between requests: nothing of the next request has been consumed yet."""
+        return self._state == _State.HEAD and self._skipped == 0
+
+    def feed(self, data: bytes) -> None:
+        """Append received bytes; `b""` means the peer will send nothing more."""
+        if data:
+            self._buf += data
+        else:
+            self._eof = True
+
+    def next_event(self) -> RequestHead | bytes | _Sentinel:
+        """Return the next event, or raise ParseError for input we refuse."""
+        state = self._state
+        if state == _State.HEAD:
+            return self._next_head()
+        if state == _State.BODY:
+            return self._next_body_piece()
+        if state == _State.END:
+            self._state = _State.HEAD
+            return END_OF_MESSAGE
+        if state == _State.ERROR:
+            assert self._error is not None
+            raise self._error
+        return self._next_chunked()
+
+    def _fail(self, status: int, detail: str) -> ParseError:
+        self._state = _State.ERROR
+        self._error = ParseError(status, detail)
+        return self._error
+
+    # -- head ---------------------------------------------------------------------------------
+
+    def _next_head(self) -> RequestHead | _Sentinel:
+        buf = self._buf
+        # Blank lines before a request line are tolerated (RFC 9112 §2.2), e.g. a stray CRLF
+        # after a pipelined body, but they count toward the header limit.
+        while buf[:1] in (b"\r", b"\n") and buf:
+            cut = 2 if buf[:2] == b"\r\n" else 1
+            if buf[:1] == b"\r" and cut == 1:
+                if len(buf) == 1 and not self._eof:
+                    return NEED_DATA
+                raise self._fail(400, "Bare CR in request")
+            del buf[:cut]
+            self._skipped += cut
+            if self._skipped > self.max_header_size:
+                raise self._fail(431, "Header section too large")
+        found = self._find_head_end()
+        if found is None:
+            return self._incomplete_head()
+        head_end, body_start = found
+        if head_end + self._skipped > self.max_header_size:
+            raise self._fail(431, "Header section too large")
+        raw = bytes(buf[:head_end])
+        del buf[:body_start]
+        self._scan_from = 0
+        self._skipped = 0
+        head = self._parse_head(raw)
+        if head.chunked:
+            self._state = _State.CHUNK_SIZE
+            self._body_seen = 0
+            self._trailer_bytes = 0
+        elif head.content_length:
+            self._state = _State.BODY
+            self._remaining = head.content_length
+        else:
+            self._state = _State.END
+        return head
+
+    def _find_head_end(self) -> tuple[int, int] | None:
+        """Locate the empty line ending the head: (end of last header line, body start)."""
+        buf = self._buf
+        start = self._scan_from
+        crlf = buf.find(b"\n\r\n", start)
+        lf = buf.find(b"\n\n", start, crlf + 1 if crlf >= 0 else len(buf))
+        end, body_start = (lf, lf + 2) if lf >= 0 else (crlf, crlf + 3)
+        if end >= 0:
+            # The last header line's own CR is not part of its text.
+            return (end - 1 if end and buf[end - 1] == 13 else end), body_start
+        # Resume the next search just before the tail, so a byte-at-a-time sender costs O(n).
+        self._scan_from = max(0, len(buf) - 2)
+        return None
+
+    def _incomplete_head(self) -> _Sentinel:
+        buf = self._buf
+        if len(buf) + self._skipped > self.max_header_size:
+            raise self._fail(431, "Header section too large")
+        if b"\n" not in buf:
+            method = bytes(buf[:32]).partition(b" ")[0]
+            if len(buf) - len(method) - 1 > self.max_target_size + len(" HTTP/1.1\r"):
+                raise self._fail(414, "Request target too long")
+        if self._eof:
+            if not buf and not self._skipped:
+                return CLOSED
+            raise self._fail(400, "Connection closed in the middle of the request head")
+        return NEED_DATA
+
+    def _parse_head(self, raw: bytes) -> RequestHead:
+        # PERF: a clean head is checked by one byte scan and one regex, and only the framing
+        # headers are picked out; the full header list is split lazily (RequestHead.headers).
+        # A head that fails the fast checks is walked line by line to name the exact fault.
+        text = raw.decode("latin-1")
+        line, _, block = text.partition("\r\n")
+        breaks = block.count("\r\n") + (1 if _ else 0)
+        if text.count("\n") != breaks or text.count("\r") != breaks:
+            if text.count("\r") != text.count("\r\n"):
+                raise self._fail(400, "Bare CR in request head")
+            # Bare LF line ends: normalise so the rest of the parser sees one form.
+            line, _, block = text.replace("\r\n", "\n").replace("\n", "\r\n").partition("\r\n")
+        if len(raw.translate(None, _CONTROL_BYTES)) != len(raw):
+            self._diagnose(block)
+            raise self._fail(400, "Invalid character in request line")
+        method, target, path, query, version = self._parse_request_line(line)
+        if _HEADER_BLOCK.fullmatch(block) is None:
+            self._diagnose(block)
+        return self._frame(method, target, path, query, version, block)
+
+    def _frame(
+        self, method: str, target: str, path: str, query: str, version: str, block: str
+    ) -> RequestHead:
+        """Apply the message-framing rules of RFC 9112 §6 and the connection options."""
+        content_length: int | None = None
+        chunked = False
+        keep_alive = version == "HTTP/1.1"
+        expect_continue = False
+        lowered = "\n" + block.lower()
+        hosts = lowered.count("\nhost:")
+        if hosts != 1 and (hosts > 1 or version == "HTTP/1.1"):
+            raise self._fail(400, "Multiple Host headers" if hosts else "Missing Host header")
+        framing = _FRAMING_FIELD.findall(lowered)
+        if framing:
+            codings: list[str] = []
+            connection: set[str] = set()
+            for name, value in framing:
+                value = value.strip(" \t")
+                if name == "content-length":
+                    content_length = self._content_length(value, content_length)
+                elif name == "transfer-encoding":
+                    codings.extend(c.strip(" \t") for c in value.split(","))
+                elif name == "connection":
+                    connection.update(_tokens(value))
+                elif value != "100-continue":  # expect
+                    raise self._fail(417, "Unsupported expectation")
+                else:
+                    expect_continue = True
+            if codings:
+                chunked = self._check_codings(codings, content_length, version)
+            if "close" in connection:
+                keep_alive = False
+            elif "keep-alive" in connection:
+                keep_alive = True
+            expect_continue = expect_continue and (chunked or bool(content_length))
+        return RequestHead(
+            method,
+            target,
+            path,
+            query,
+            version,
+            None,
+            content_length,
+            chunked,
+            keep_alive,
+            expect_continue,
+            block,
+        )
+
+    def _check_codings(self, codings: list[str], content_length: int | None, version: str) -> bool:
+        # RFC 9112 §6.1: TE with CL is a smuggling vector; refuse instead of guessing.
+        if content_length is not None:
+            raise self._fail(400, "Both Content-Length and Transfer-Encoding")
+        if version == "HTTP/1.0":
+            raise self._fail(400, "Transfer-Encoding in an HTTP/1.0 request")
+        if codings[-1] != "chunked":
+            raise self._fail(400, "Transfer-Encoding must end with chunked")
+        if codings.count("chunked") > 1:
+            raise self._fail(400, "Transfer-Encoding applies chunked twice")
+        if codings != ["chunked"]:
+            raise self._fail(501, "Unsupported Transfer-Encoding")
+        return True
+
+    def _diagnose(self, block: str) -> None:
+        """Walk header lines one by one and raise the error for the first bad one."""
+        for line in block.split("\r\n") if block else ():
+            name, colon, value = line.partition(":")
+            if line[:1] in (" ", "\t"):
+                raise self._fail(400, "Obsolete line folding is not accepted")
+            if not colon:
+                raise self._fail(400, "Header missing ':'")
+            if not name:
+                raise self._fail(400, "Empty header name")
+            if name[-1:] in (" ", "\t"):
+                raise self._fail(400, "Whitespace before ':' in header")
+            if _TOKEN.fullmatch(name) is None:
+                raise self._fail(400, "Invalid character in header name")
+            if _FIELD_VALUE.fullmatch(value) is None:
+                raise self._fail(400, "Invalid character in header value")
+        raise self._fail(400, "Malformed header section")
+
+    def _parse_request_line(self, line: str) -> tuple[str, str, str, str, str]:
+        method, _, rest = line.partition(" ")
+        target, sp2, version = rest.partition(" ")
+        if not sp2 or not method or not target:
+            raise self._fail(400, "Malformed start-line")
+        if method not in METHODS:
+            if _TOKEN.fullmatch(method) is None:
+                raise self._fail(400, "Malformed start-line")
+            raise self._fail(501, "Unknown HTTP method")
+        if version not in VERSIONS:
+            if version.startswith("HTTP/"):
+                raise self._fail(505, "Unsupported HTTP version")
+            raise self._fail(400, "Malformed start-line")
+        if len(target) > self.max_target_size:
+            raise self._fail(414, "Request target too long")
+        if _TARGET.fullmatch(target) is None:
+            raise self._fail(400, "Invalid character in request target")
+        path, query = self._split_target(method, target)
+        return method, target, path, query, version
+
+    def _split_target(self, method: str, target: str) -> tuple[str, str]:
+        if target[0] == "/":
+            uri = target
+        elif target == "*":
+            if method != "OPTIONS":
+                raise self._fail(400, "Asterisk-form target is only for OPTIONS")
+            return "*", ""
+        elif method == "CONNECT":
+            return target, ""  # authority-form; no route serves it
+        else:
+            # Absolute-form (RFC 9112 §3.2.2): route by its path, like a proxy-facing origin.
+            scheme_host = _ABSOLUTE.match(target)
+            if scheme_host is None:
+                raise self._fail(400, "Malformed request target")
+            uri = target[scheme_host.end() :] or "/"
+            if uri[0] != "/":
+                uri = "/" + uri
+        uri = uri.partition("#")[0]
+        path, _, query = uri.partition("?")
+        return path, query
+
+    def _content_length(self, value: str, previous: int | None) -> int:
+        if not (value.isascii() and value.isdigit()):
+            raise self._fail(400, "Invalid Content-Length")
+        length = int(value) if len(value) <= 19 else self.max_body_size + 1
+        if previous is not None and previous != length:
+            raise self._fail(400, "Conflicting Content-Length headers")
+        if length > self.max_body_size:
+            raise self._fail(413, "Body too large")
+        return length
+
+    # -- bodies -------------------------------------------------------------------------------
+
+    def _next_body_piece(self) -> bytes | _Sentinel:
+        buf = self._buf
+        if not buf:
+            if self._eof:
+                raise self._fail(400, "Connection closed in the middle of the body")
+            return NEED_DATA
+        take = self._remaining
+        if len(buf) <= take:
+            piece = bytes(buf)
+            buf.clear()
+        else:
+            piece = bytes(buf[:take])
+            del buf[:take]
+        self._remaining -= len(piece)
+        if not self._remaining:
+            self._state = _State.END
+        return piece
+
+    def _next_chunked(self) -> bytes | _Sentinel:
+        while True:
+            state = self._state
+            if state == _State.CHUNK_DATA:
+                return self._next_chunk_data()
+            if state == _State.END:
+                self._state = _State.HEAD
+                return END_OF_MESSAGE
+            line = self._take_line(_CHUNK_SIZE_LINE_MAX if state != _State.TRAILERS else None)
+            if line is None:
+                return NEED_DATA
+            if state == _State.CHUNK_SIZE:
+                self._chunk_size(line)
+            elif state == _State.CHUNK_END:
+                if line:
+                    raise self._fail(400, "Missing CRLF after chunk data")
+                self._state = _State.CHUNK_SIZE
+            else:
+                self._trailer(line)
+
+    def _next_chunk_data(self) -> bytes | _Sentinel:
+        buf = self._buf
+        if not buf:
+            if self._eof:
+                raise self._fail(400, "Connection closed in the middle of the body")
+            return NEED_DATA
+        take = min(self._remaining, len(buf))
+        piece = bytes(buf[:take])
+        del buf[:take]
+        self._remaining -= take
+        if not self._remaining:
+            self._state = _State.CHUNK_END
+        return piece
+
+    def _take_line(self, limit: int | None) -> str | None:
+        """Pop one line (without its end) from the buffer, or None if it is not complete."""
+        buf = self._buf
+        end = buf.find(b"\n")
+        cap = limit if limit is not None else _TRAILER_LINE_MAX
+        if end < 0:
+            if len(buf) > cap:
+                raise self._fail(400, "Chunk framing line too long")
+            if self._eof:
+                raise self._fail(400, "Connection closed in the middle of the body")
+            return None
+        if end > cap:
+            raise self._fail(400, "Chunk framing line too long")
+        stop = end - 1 if end and buf[end - 1] == 13 else end
+        line = bytes(buf[:stop]).decode("latin-1")
+        del buf[: end + 1]
+        if "\r" in line:
+            raise self._fail(400, "Bare CR in chunk framing")
+        return line
+
+    def _chunk_size(self, line: str) -> None:
+        size_text = line.partition(";")[0].rstrip(" \t")
+        if _HEX.fullmatch(size_text) is None:
+            raise self._fail(400, "Invalid chunk size")
+        size = int(size_text, 16)
+        self._body_seen += size
+        if self._body_seen > self.max_body_size:
+            raise self._fail(413, "Body too large")
+        if size:
+            self._remaining = size
+            self._state = _State.CHUNK_DATA
+        else:
+            self._state = _State.TRAILERS
+
+    def _trailer(self, line: str) -> None:
+        if not line:
+            self._state = _State.END
+            return
+        # Trailers are read and dropped, but bounded like a header section.
+        self._trailer_bytes += len(line) + 2
+        if self._trailer_bytes > self.max_header_size:
+            raise self._fail(431, "Trailer section too large")
+        name, colon, value = line.partition(":")
+        if not colon or _TOKEN.fullmatch(name) is None:
+            raise self._fail(400, "Malformed trailer field")
+        if _FIELD_VALUE.fullmatch(value.strip(" \t")) is None:
+            raise self._fail(400, "Invalid character in trailer value")
+
+
+def _tokens(value: str) -> set[str]:
+    return {token.strip(" \t") for token in value.split(",")}
+
+
+# -- responses ----------------------------------------------------------------------------------
+
+_REASONS: dict[int, str] = {status.value: status.phrase for status in HTTPStatus}
+_FORBIDDEN_IN_HEADER = re.compile(r"[\r\n\x00]")
+_date_cache: list = [0, ""]
+
+
+def reason_phrase(status: int) -> str:
+    """The standard reason phrase for a status code, or "Unknown"."""
+    return _REASONS.get(status, "Unknown")
+
+
+def http_date(now: float | None = None) -> str:
+    """The current time as an IMF-fixdate, formatted at most once per second."""
+    second = int(time.time() if now is None else now)
+    if _date_cache[0] != second:
+        _date_cache[0] = second
+        _date_cache[1] = formatdate(second, usegmt=True)
+    return _date_cache[1]
+
+
+def check_header(name: str, value: str) -> None:
+    """Refuse header names and values that could split a response (CR, LF, NUL)."""
+    if _TOKEN.fullmatch(name) is None:
+        raise ValueError(f"invalid header name: {name!r}")
+    if _FORBIDDEN_IN_HEADER.search(value) is not None:
+        raise ValueError(f"CR, LF or NUL in the value of header {name!r}")
+
+
+def serialize_head(
+    status: int,
+    headers: Iterable[tuple[str, str]],
+    *,
+    reason: str | None = None,
+    server: str = "socketify",
+) -> bytes:
+    """Build a response head: status line, Date, Server, the given headers, blank line.
+
+    Framing headers (Content-Length, Transfer-Encoding, Connection) are the caller's to
+    include; every name and value is checked against response splitting.
+    """
+    lines = [
+        f"HTTP/1.1 {status} {reason or reason_phrase(status)}",
+        f"Date: {http_date()}",
+        f"Server: {server}",
+    ]
+    for name, value in headers:
+        check_header(name, value)
+        lines.append(f"{name}: {value}")
+    lines.append("\r\n")
+    return "\r\n".join(lines).encode("latin-1")
+
+
+def encode_chunk(data: bytes) -> bytes:
+    """One chunk of a chunked body; empty data is skipped (it would end the body)."""
+    if not data:
+        return b""
+    return b"%x\r\n%s\r\n" % (len(data), data)

@@ -1,0 +1,367 @@
+"""The sans-IO request parser: every rule, fed in one piece and byte by byte."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from socketify.protocol.http11 import (
+    CLOSED,
+    END_OF_MESSAGE,
+    NEED_DATA,
+    ParseError,
+    RequestHead,
+    RequestParser,
+)
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def parse(raw: bytes, *, split: int | None = None, eof: bool = False, **limits: int) -> list:
+    """All events of `raw`, fed in one piece (split=None) or in pieces of `split` bytes."""
+    parser = RequestParser(**limits)
+    pieces = [raw] if split is None else [raw[i : i + split] for i in range(0, len(raw), split)]
+    events: list = []
+    for piece in pieces:
+        parser.feed(piece)
+        events.extend(drain(parser))
+    if eof:
+        parser.feed(b"")
+        events.extend(drain(parser))
+    return merge_bodies(events)
+
+
+def drain(parser: RequestParser) -> list:
+    events = []
+    while (event := parser.next_event()) is not NEED_DATA:
+        events.append(event)
+        if event is CLOSED:
+            break
+    return events
+
+
+def merge_bodies(events: list) -> list:
+    """Join consecutive body pieces, so one-piece and byte-wise feeds compare equal."""
+    merged: list = []
+    for event in events:
+        if isinstance(event, bytes) and merged and isinstance(merged[-1], bytes):
+            merged[-1] += event
+        else:
+            merged.append(event)
+    return merged
+
+
+def refusal(raw: bytes, *, split: int | None = None, eof: bool = False, **limits: int) -> int:
+    with pytest.raises(ParseError) as caught:
+        parse(raw, split=split, eof=eof, **limits)
+    return caught.value.status
+
+
+def heads(events: list) -> list[RequestHead]:
+    return [event for event in events if isinstance(event, RequestHead)]
+
+
+def describe(events: list) -> list:
+    """Comparable form of events: heads become tuples of their fields."""
+    out = []
+    for event in events:
+        if isinstance(event, RequestHead):
+            out.append(
+                (
+                    event.method,
+                    event.target,
+                    event.path,
+                    event.query_string,
+                    event.version,
+                    event.headers,
+                    event.content_length,
+                    event.chunked,
+                    event.keep_alive,
+                    event.expect_continue,
+                )
+            )
+        else:
+            out.append(event)
+    return out
+
+
+@pytest.mark.parametrize("split", [None, 1, 2, 7])
+def test_simple_get_yields_head_then_end(split: int | None) -> None:
+    events = parse(b"GET /a/b?x=1&y=2 HTTP/1.1\r\nHost: example.com\r\nX-Id: 7\r\n\r\n", split=split)
+    head, end = events
+    assert isinstance(head, RequestHead)
+    assert (head.method, head.target, head.path, head.query_string) == (
+        "GET",
+        "/a/b?x=1&y=2",
+        "/a/b",
+        "x=1&y=2",
+    )
+    assert head.version == "HTTP/1.1"
+    assert head.headers == [("host", "example.com"), ("x-id", "7")]
+    assert head.keep_alive and not head.has_body
+    assert end is END_OF_MESSAGE
+
+
+def test_header_names_are_lowered_and_values_trimmed() -> None:
+    (head, _) = parse(b"GET / HTTP/1.1\r\nHOST: x\r\nX-Pad: \t padded value \t\r\n\r\n")
+    assert head.headers == [("host", "x"), ("x-pad", "padded value")]
+
+
+@pytest.mark.parametrize(
+    ("request_line_and_headers", "keep_alive"),
+    [
+        (b"GET / HTTP/1.1\r\nHost: x\r\n", True),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n", False),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nConnection: Keep-Alive, CLOSE\r\n", False),
+        (b"GET / HTTP/1.0\r\n", False),
+        (b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n", True),
+        (b"GET / HTTP/1.0\r\nConnection: upgrade, keep-alive\r\n", True),
+    ],
+)
+def test_keep_alive_follows_version_and_connection(
+    request_line_and_headers: bytes, keep_alive: bool
+) -> None:
+    (head, _) = parse(request_line_and_headers + b"\r\n")
+    assert head.keep_alive is keep_alive
+
+
+@pytest.mark.parametrize("split", [None, 1, 3])
+def test_content_length_body_is_delivered_exactly(split: int | None) -> None:
+    raw = b"POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789GET"
+    events = parse(raw, split=split)
+    assert describe(events)[1:] == [b"0123456789", END_OF_MESSAGE]
+    assert heads(events)[0].content_length == 10
+
+
+@pytest.mark.parametrize("split", [None, 1, 2, 5])
+def test_chunked_body_with_extensions_and_trailers(split: int | None) -> None:
+    raw = (
+        b"POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5;name=value\r\nhello\r\n6 ; ext\r\n world\r\nA\r\n0123456789\r\n"
+        b"0\r\nX-Trailer: t\r\n\r\n"
+    )
+    events = parse(raw, split=split)
+    assert heads(events)[0].chunked
+    assert events[1:] == [b"hello world0123456789", END_OF_MESSAGE]
+
+
+def test_chunked_with_bare_lf_framing_is_accepted() -> None:
+    raw = b"POST / HTTP/1.1\nHost: x\nTransfer-Encoding: chunked\n\n3\nabc\n0\n\n"
+    assert parse(raw)[1:] == [b"abc", END_OF_MESSAGE]
+
+
+@pytest.mark.parametrize("split", [None, 1, 4])
+def test_pipelined_requests_come_out_in_order(split: int | None) -> None:
+    raw = (
+        b"GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"POST /2 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+        b"POST /3 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nz\r\n0\r\n\r\n"
+        b"GET /4 HTTP/1.1\r\nHost: x\r\n\r\n"
+    )
+    events = parse(raw, split=split)
+    assert [h.path for h in heads(events)] == ["/1", "/2", "/3", "/4"]
+    assert events.count(END_OF_MESSAGE) == 4
+    assert b"abc" in events and b"z" in events
+
+
+def test_leading_blank_lines_are_skipped() -> None:
+    (head, _) = parse(b"\r\n\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert head.path == "/"
+
+
+def test_bare_lf_line_ends_are_accepted() -> None:
+    (head, _) = parse(b"GET /lf HTTP/1.1\nHost: x\nAccept: */*\n\n")
+    assert head.headers == [("host", "x"), ("accept", "*/*")]
+
+
+def test_mixed_crlf_and_lf_line_ends_are_accepted() -> None:
+    (head, _) = parse(b"GET / HTTP/1.1\r\nHost: x\nAccept: */*\r\n\n")
+    assert head.headers == [("host", "x"), ("accept", "*/*")]
+
+
+def test_absolute_form_target_is_routed_by_its_path() -> None:
+    (head, _) = parse(b"GET http://example.com:8080/a%20b/c?d=e HTTP/1.1\r\nHost: example.com\r\n\r\n")
+    assert (head.target, head.path, head.query_string) == (
+        "http://example.com:8080/a%20b/c?d=e",
+        "/a%20b/c",
+        "d=e",
+    )
+
+
+def test_absolute_form_without_path_means_root() -> None:
+    (head, _) = parse(b"GET https://example.com HTTP/1.1\r\nHost: example.com\r\n\r\n")
+    assert head.path == "/"
+
+
+def test_asterisk_form_is_accepted_for_options_only() -> None:
+    (head, _) = parse(b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert head.path == "*"
+    assert refusal(b"GET * HTTP/1.1\r\nHost: x\r\n\r\n") == 400
+
+
+def test_fragment_is_dropped_from_the_path() -> None:
+    (head, _) = parse(b"GET /page#top HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert head.path == "/page"
+
+
+def test_http10_needs_no_host() -> None:
+    (head, _) = parse(b"GET / HTTP/1.0\r\n\r\n")
+    assert head.version == "HTTP/1.0"
+
+
+def test_expect_100_continue_is_flagged_only_when_a_body_follows() -> None:
+    with_body = b"PUT / HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: 4\r\n\r\n"
+    without = b"GET / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n"
+    assert heads(parse(with_body))[0].expect_continue
+    assert not heads(parse(without))[0].expect_continue
+
+
+def test_identical_duplicate_content_length_is_accepted() -> None:
+    raw = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok"
+    assert parse(raw)[1] == b"ok"
+
+
+def test_clean_close_between_requests_is_closed_event() -> None:
+    assert parse(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", eof=True)[-1] is CLOSED
+    parser = RequestParser()
+    parser.feed(b"")
+    assert parser.next_event() is CLOSED
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"GET / HTTP/1.1\r\nHost: x\r\n",
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab",
+        b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+    ],
+)
+def test_close_in_the_middle_of_a_request_is_an_error(raw: bytes) -> None:
+    assert refusal(raw, eof=True) == 400
+
+
+# -- limits -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("split", [None, 1000])
+def test_header_section_over_limit_is_431(split: int | None) -> None:
+    raw = b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 2000 + b"\r\n\r\n"
+    assert refusal(raw, split=split, max_header_size=1024) == 431
+
+
+def test_incomplete_header_section_over_limit_is_431_without_waiting() -> None:
+    raw = b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 2000
+    assert refusal(raw, max_header_size=1024) == 431
+
+
+def test_header_section_limit_counts_leading_blank_lines() -> None:
+    raw = b"\r\n" * 600 + b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    assert refusal(raw, max_header_size=1024) == 431
+
+
+def test_header_section_exactly_at_limit_is_accepted() -> None:
+    base = b"GET / HTTP/1.1\r\nHost: x\r\nX-Fill: "
+    fill = 1024 - len(base) - len(b"\r\n")
+    raw = base + b"a" * fill + b"\r\n\r\n"
+    assert heads(parse(raw, max_header_size=1024))
+
+
+@pytest.mark.parametrize("split", [None, 500])
+def test_long_target_is_414(split: int | None) -> None:
+    raw = b"GET /" + b"a" * 3000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+    assert refusal(raw, split=split, max_target_size=2048) == 414
+
+
+def test_long_target_is_414_before_the_line_ends() -> None:
+    assert refusal(b"GET /" + b"a" * 3000, max_target_size=2048) == 414
+
+
+def test_content_length_over_limit_is_413_before_any_body() -> None:
+    raw = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1001\r\n\r\n"
+    assert refusal(raw, max_body_size=1000) == 413
+
+
+def test_chunked_body_over_limit_is_413_at_the_size_line() -> None:
+    raw = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n200\r\n" + b"a" * 512
+    raw += b"\r\n300\r\n"
+    assert refusal(raw, max_body_size=1000) == 413
+
+
+def test_chunk_size_line_too_long_is_400() -> None:
+    raw = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1;" + b"e" * 2000
+    assert refusal(raw) == 400
+
+
+def test_trailer_section_is_bounded() -> None:
+    raw = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n"
+    raw += b"X-T: " + b"v" * 1000 + b"\r\n"
+    raw += (b"X-More: " + b"v" * 1000 + b"\r\n") * 20
+    assert refusal(raw, max_header_size=4096) == 431
+
+
+def test_errors_are_sticky() -> None:
+    parser = RequestParser()
+    parser.feed(b"BREW / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    for _ in range(2):
+        with pytest.raises(ParseError):
+            parser.next_event()
+
+
+def test_byte_at_a_time_head_search_is_linear() -> None:
+    """A slow sender must not make us rescan the whole buffer on every byte."""
+    parser = RequestParser(max_header_size=64 * 1024)
+    parser.feed(b"GET / HTTP/1.1\r\nHost: x\r\n")
+    for _ in range(60_000):
+        parser.feed(b"a")
+        assert parser.next_event() is NEED_DATA
+    assert parser._scan_from > 50_000
+
+
+# -- corpus ---------------------------------------------------------------------------------------
+
+
+def corpus(kind: str) -> list[Path]:
+    return sorted((CORPUS / kind).glob("*.http"))
+
+
+@pytest.mark.parametrize("path", corpus("valid"), ids=lambda p: p.stem)
+@pytest.mark.parametrize("split", [None, 1])
+def test_valid_corpus_parses(path: Path, split: int | None) -> None:
+    expected_requests = int(path.stem.split("_", 1)[0])
+    events = parse(path.read_bytes(), split=split)
+    assert len(heads(events)) == expected_requests
+    assert events.count(END_OF_MESSAGE) == expected_requests
+
+
+@pytest.mark.parametrize("path", corpus("invalid"), ids=lambda p: p.stem)
+@pytest.mark.parametrize("split", [None, 1])
+def test_invalid_corpus_is_refused_with_its_status(path: Path, split: int | None) -> None:
+    expected_status = int(path.stem.split("_", 1)[0])
+    assert refusal(path.read_bytes(), split=split, max_body_size=1_000_000) == expected_status
+
+
+def test_corpus_is_not_empty() -> None:
+    assert len(corpus("valid")) >= 10 and len(corpus("invalid")) >= 30
+
+
+# -- property: any split gives the same events ---------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_any_split_of_the_corpus_gives_the_same_events(data: st.DataObject) -> None:
+    path = data.draw(st.sampled_from(corpus("valid")))
+    raw = path.read_bytes()
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=8)))
+    parser = RequestParser()
+    events: list = []
+    last = 0
+    for cut in [*cuts, len(raw)]:
+        if cut > last:  # an empty feed would mean end of input
+            parser.feed(raw[last:cut])
+            last = cut
+            events.extend(drain(parser))
+    assert describe(merge_bodies(events)) == describe(parse(raw))
