@@ -62,13 +62,19 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 _TARGET = re.compile(r"[\x21-\x7e]+")
 _ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*")
-# Header lines joined by CRLF; values are checked for control characters separately.
+# Header lines joined by CRLF. Values may hold HTAB, visible ASCII and obs-text only, so a
+# bare CR or LF, NUL or other control character fails the match (and takes the slow path).
 _HEADER_BLOCK = re.compile(
-    r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]++:[^\r]*+\r\n)*+(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]++:[^\r]*+)?"
+    r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]++:[^\x00-\x08\x0a-\x1f\x7f]*+\r\n)*+"
+    r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]++:[^\x00-\x08\x0a-\x1f\x7f]*+)?"
 )
 _FRAMING_FIELD = re.compile(r"\n(content-length|transfer-encoding|connection|expect):([^\r]*)")
-# Control characters other than HTAB, CR and LF; deleting them is cheaper than a regex scan.
-_CONTROL_BYTES = bytes([*range(0, 9), 11, 12, *range(14, 32), 127])
+_CR_LF = (13, 10)
+# PERF: a few hot request lines ("GET /api/x HTTP/1.1") make up most traffic; remembering
+# their validated split skips the request-line checks. Only lines that passed go in, and the
+# cache is simply emptied when full, so a client sending unique targets costs one clear.
+_LINE_CACHE: dict[str, tuple[str, str, str, str, str]] = {}
+_LINE_CACHE_SIZE = 512
 _HEX = re.compile(r"[0-9A-Fa-f]{1,16}")
 _CHUNK_SIZE_LINE_MAX: Final = 1024
 _TRAILER_LINE_MAX: Final = 8192
@@ -238,18 +244,14 @@ class RequestParser:
 
     def _next_head(self) -> RequestHead | _Sentinel:
         buf = self._buf
-        # Blank lines before a request line are tolerated (RFC 9112 §2.2), e.g. a stray CRLF
-        # after a pipelined body, but they count toward the header limit.
-        while buf[:1] in (b"\r", b"\n") and buf:
-            cut = 2 if buf[:2] == b"\r\n" else 1
-            if buf[:1] == b"\r" and cut == 1:
-                if len(buf) == 1 and not self._eof:
-                    return NEED_DATA
-                raise self._fail(400, "Bare CR in request")
-            del buf[:cut]
-            self._skipped += cut
-            if self._skipped > self.max_header_size:
-                raise self._fail(431, "Header section too large")
+        if not buf:
+            if self._eof:
+                return CLOSED if not self._skipped else self._incomplete_head()
+            return NEED_DATA
+        if buf[0] in _CR_LF:
+            self._skip_blank_lines()
+            if not buf or buf[0] == 13:  # only blank lines so far, or a lone CR pending
+                return self._incomplete_head() if self._eof else NEED_DATA
         found = self._find_head_end()
         if found is None:
             return self._incomplete_head()
@@ -271,6 +273,24 @@ class RequestParser:
         else:
             self._state = _State.END
         return head
+
+    def _skip_blank_lines(self) -> None:
+        # Blank lines before a request line are tolerated (RFC 9112 §2.2), e.g. a stray CRLF
+        # after a pipelined body, but they count toward the header limit.
+        buf = self._buf
+        while buf and buf[0] in _CR_LF:
+            if buf[0] == 13:
+                if len(buf) == 1:
+                    return  # wait for what follows the CR
+                if buf[1] != 10:
+                    raise self._fail(400, "Bare CR in request")
+                cut = 2
+            else:
+                cut = 1
+            del buf[:cut]
+            self._skipped += cut
+            if self._skipped > self.max_header_size:
+                raise self._fail(431, "Header section too large")
 
     def _find_head_end(self) -> tuple[int, int] | None:
         """Locate the empty line ending the head: (end of last header line, body start)."""
@@ -301,24 +321,32 @@ class RequestParser:
         return NEED_DATA
 
     def _parse_head(self, raw: bytes) -> RequestHead:
-        # PERF: a clean head is checked by one byte scan and one regex, and only the framing
-        # headers are picked out; the full header list is split lazily (RequestHead.headers).
-        # A head that fails the fast checks is walked line by line to name the exact fault.
+        # PERF: a clean head (CRLF line ends, no control characters) is checked by a cached
+        # request-line lookup and one regex over the header lines, and only the framing
+        # headers are picked out; the header list is split lazily (RequestHead.headers).
         text = raw.decode("latin-1")
         line, _, block = text.partition("\r\n")
-        breaks = block.count("\r\n") + (1 if _ else 0)
-        if text.count("\n") != breaks or text.count("\r") != breaks:
-            if text.count("\r") != text.count("\r\n"):
-                raise self._fail(400, "Bare CR in request head")
-            # Bare LF line ends: normalise so the rest of the parser sees one form.
-            line, _, block = text.replace("\r\n", "\n").replace("\n", "\r\n").partition("\r\n")
-        if len(raw.translate(None, _CONTROL_BYTES)) != len(raw):
-            self._diagnose(block)
-            raise self._fail(400, "Invalid character in request line")
-        method, target, path, query, version = self._parse_request_line(line)
+        parsed = _LINE_CACHE.get(line)
+        if parsed is None or len(parsed[1]) > self.max_target_size:
+            if "\n" in line or "\r" in line:
+                return self._parse_unusual_head(text)
+            parsed = self._parse_request_line(line)
+            if len(_LINE_CACHE) >= _LINE_CACHE_SIZE:
+                _LINE_CACHE.clear()
+            _LINE_CACHE[line] = parsed
+        if _HEADER_BLOCK.fullmatch(block) is None:
+            return self._parse_unusual_head(text)
+        return self._frame(*parsed, block)
+
+    def _parse_unusual_head(self, text: str) -> RequestHead:
+        """The slow path: bare LF line ends are normalised, anything else is diagnosed."""
+        if text.count("\r") != text.count("\r\n"):
+            raise self._fail(400, "Bare CR in request head")
+        line, _, block = text.replace("\r\n", "\n").replace("\n", "\r\n").partition("\r\n")
+        parsed = self._parse_request_line(line)
         if _HEADER_BLOCK.fullmatch(block) is None:
             self._diagnose(block)
-        return self._frame(method, target, path, query, version, block)
+        return self._frame(*parsed, block)
 
     def _frame(
         self, method: str, target: str, path: str, query: str, version: str, block: str

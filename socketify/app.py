@@ -1,0 +1,258 @@
+"""`Server`: the application object — options, middleware, routes, and `handle()`.
+
+Theory of operation. `handle(req, res)` runs one request through the chain and never raises:
+
+1. global middleware, in registration order, for every request (404s included);
+2. when the last global middleware calls `next()`, the route lookup; no path match gives 404,
+   a path match without the method gives 405 (or 204 with Allow for OPTIONS);
+3. the matched route's frozen chain: group middleware, route middleware, handler.
+
+A chain that stops without ending the response is finished for it: 404 if it stopped in a
+global middleware, otherwise the response is auto-finalized (status as set, 200 by default).
+Exceptions propagate up through `next()` — so a middleware can catch what it knows how to
+map (the database middleware does) or use try/finally to log — and whatever reaches the top
+becomes the error answer: `HTTPError` its status and message, anything else a 500 whose
+traceback is logged (and shown in the body only with `debug=True`). Headers and cookies set
+before the error are kept (SPEC §5.10 lost them).
+
+Serving (`listen`, `wait`, `stop`, `port`) lives in `socketify.server`, imported only when
+called, so that `import socketify` never imports gevent.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from socketify.errors import HTTPError
+from socketify.http_status import reason
+from socketify.options import ServerOptions
+from socketify.request import Request
+from socketify.response import TEXT_PLAIN, Response
+from socketify.routing import Group, Middleware, Registrar, Route, Router, allow_header
+
+__all__ = ["ErrorHandler", "Server"]
+
+ErrorHandler = Callable[[Request, Response, Exception], Any]
+
+error_log = logging.getLogger("socketify.error")
+
+
+class _Next:
+    """The `next` callable handed to a middleware: runs the rest of the chain at most once."""
+
+    __slots__ = ("_called", "_rest")
+
+    def __init__(self, rest: Callable[[], None]) -> None:
+        self._rest = rest
+        self._called = False
+
+    def __call__(self) -> None:
+        if not self._called:  # a second call would run the handler twice
+            self._called = True
+            self._rest()
+
+
+class Server(Registrar):
+    """A Socketify application: `Server(**options)`, then routes, middleware and `listen()`."""
+
+    def __init__(self, **options: Any) -> None:
+        # Not `self.options`: that name is the OPTIONS route shorthand.
+        self.settings = ServerOptions(**options)
+        self.router = Router()
+        self._middleware: list[Middleware] = []
+        self._error_handler: ErrorHandler | None = None
+        self._runner: Any = None
+
+    # -- registration ---------------------------------------------------------------------
+
+    def use(self, middleware: Middleware) -> Server:
+        """Add a global middleware `(req, res, next)`; runs for every request, in order."""
+        self.router.check_open()
+        if not callable(middleware):
+            raise TypeError("middleware must be callable as (req, res, next)")
+        self._middleware.append(middleware)
+        return self
+
+    def _add(self, method: str, pattern: str, handler: Callable[..., Any]) -> Route:
+        return self.router.add(method, pattern, handler)
+
+    def group(self, prefix: str) -> Group:
+        """Create a route group; its `.use()` middleware covers every route under `prefix`."""
+        return self.router.add_group(prefix)
+
+    def on_error(self, handler: ErrorHandler) -> ErrorHandler:
+        """Set `handler(req, res, exc)` to answer unexpected exceptions (usable as decorator)."""
+        self._error_handler = handler
+        return handler
+
+    def freeze(self) -> None:
+        """Resolve the route table and middleware chains; registration is closed afterwards."""
+        self.router.freeze()
+
+    @property
+    def debug(self) -> bool:
+        """True when 500 bodies show the traceback."""
+        return self.settings.debug
+
+    # -- the request path -----------------------------------------------------------------
+
+    def handle(self, req: Request, res: Response) -> None:
+        """Run `req` through middleware, routing and handler into `res`; never raises."""
+        router = self.router
+        if not router.frozen:
+            router.freeze()
+        try:
+            if self._middleware:
+                self._run_global(req, res)
+            else:
+                self._dispatch(req, res)
+        except HTTPError as exc:
+            self._answer_http_error(res, exc)
+        except Exception as exc:
+            self._answer_exception(req, res, exc)
+
+    def _run_global(self, req: Request, res: Response) -> None:
+        chain = self._middleware
+        count = len(chain)
+        reached = False
+
+        def step(index: int) -> None:
+            nonlocal reached
+            if res.ended:
+                return  # SPEC: once the response is ended, next() does nothing
+            if index == count:
+                reached = True
+                self._dispatch(req, res)
+            else:
+                chain[index](req, res, _Next(lambda: step(index + 1)))
+
+        step(0)
+        if not res.ended:
+            if reached:
+                res.end()
+            else:
+                _not_found(res)
+
+    def _dispatch(self, req: Request, res: Response) -> None:
+        raw_path = req.head.path
+        if raw_path == "*":  # asterisk-form: `OPTIONS * HTTP/1.1` asks about the server
+            if req.method != "OPTIONS":
+                raise HTTPError(400, "Only OPTIONS may use the * target")
+            res.set_header("Allow", allow_header(self.router.methods(), with_options=True))
+            res.send_status(204)
+            return
+        route, params, allowed = self.router.find(req.method, raw_path)
+        if route is None:
+            if allowed is None:
+                _not_found(res)
+            elif req.method == "OPTIONS":
+                res.set_header("Allow", allow_header(allowed, with_options=True))
+                res.send_status(204)
+            else:
+                res.set_header("Allow", allow_header(allowed))
+                res.status(405).send("Method Not Allowed\n", TEXT_PLAIN)
+            return
+        if params:
+            req.params = params
+        chain = route.chain
+        if len(chain) == 1:
+            chain[0](req, res)
+        else:
+            _run_route_chain(chain, req, res)
+        if not res.ended:
+            res.end()  # auto-finalize: the handler (or a middleware) returned without ending
+
+    # -- errors ---------------------------------------------------------------------------
+
+    def _answer_http_error(self, res: Response, exc: HTTPError) -> None:
+        try:
+            res.reset_for_error()
+            res.status(exc.status)
+            for name, value in exc.headers.items():
+                res.set_header(name, value)
+            message = exc.message if exc.message is not None else reason(exc.status)
+            res.send(message + "\n", TEXT_PLAIN)
+        except Exception as failure:  # e.g. a bad status or header inside the HTTPError
+            error_log.error("invalid HTTPError %r", exc, exc_info=failure)
+            self._generic_500(res, None)
+
+    def _answer_exception(self, req: Request, res: Response, exc: Exception) -> None:
+        error_log.error("unhandled exception in %s %s", req.method, req.raw_target, exc_info=exc)
+        handler = self._error_handler
+        if handler is not None:
+            try:
+                res.reset_for_error()
+                res.status(500)
+                handler(req, res, exc)
+                if not res.ended:
+                    res.end()
+                return
+            except Exception as failure:
+                error_log.error("the on_error handler failed", exc_info=failure)
+        self._generic_500(res, exc)
+
+    def _generic_500(self, res: Response, exc: Exception | None) -> None:
+        res.reset_for_error()
+        body = "Internal Server Error\n"
+        if self.settings.debug and exc is not None:
+            body += "\n" + "".join(traceback.format_exception(exc))
+        res.status(500).send(body, TEXT_PLAIN)
+
+    # -- serving (socketify.server; imported lazily to keep this module gevent-free) ------
+
+    def listen(
+        self, port: int = 8080, host: str = "0.0.0.0", *, binds: list[str] | None = None
+    ) -> Server:
+        """Start serving on `host:port` (or every `binds` entry); returns once workers serve."""
+        from socketify.server.launch import launch  # lazy: keeps gevent out of `import socketify`
+
+        self.freeze()
+        addresses = binds if binds is not None else [_bind_text(host, port)]
+        self._runner = launch(self, addresses)
+        return self
+
+    def wait(self) -> None:
+        """Block until the server stops (signal or `stop()`)."""
+        self._require_runner().wait()
+
+    def stop(self) -> None:
+        """Stop serving gracefully."""
+        self._require_runner().stop()
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful after `listen(0)`)."""
+        return int(self._require_runner().port)
+
+    def _require_runner(self) -> Any:
+        if self._runner is None:
+            raise RuntimeError("the server is not listening; call listen() first")
+        return self._runner
+
+
+def _bind_text(host: str, port: int) -> str:
+    # An IPv6 literal needs brackets so the port stays separable.
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
+def _not_found(res: Response) -> None:
+    # SPEC §1.2: headers middleware set (CORS, X-Request-Id...) stay, a Content-Type included.
+    res.replace_body(b"")
+    res.status(404).send("Not Found\n", TEXT_PLAIN)
+
+
+def _run_route_chain(chain: tuple[Callable[..., Any], ...], req: Request, res: Response) -> None:
+    last = len(chain) - 1
+
+    def step(index: int) -> None:
+        if res.ended:
+            return
+        if index == last:
+            chain[index](req, res)
+        else:
+            chain[index](req, res, _Next(lambda: step(index + 1)))
+
+    step(0)

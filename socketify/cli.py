@@ -1,0 +1,320 @@
+"""The `socketify` command: the composition root that ties the app, the server and workers.
+
+    socketify run module:server [--workers N] [--bind ADDR]... [--preload] [--reload] ...
+    socketify --run-http DIR [--host H] [--port P] [--index NAME]
+    socketify --version | --info | --help
+
+Nothing here imports gevent: `run` makes this process the pre-fork master, and each worker
+monkey-patches itself right after the fork, before the app is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from socketify import __version__
+
+log = logging.getLogger("socketify.master")
+
+USAGE = """\
+usage: socketify run APP [options]         serve APP (module:attribute, default attribute: server)
+       socketify --run-http DIR [--host H] [--port P] [--index NAME]
+       socketify --version | --info | --help
+
+run options:
+  --workers N              worker processes (default: one per CPU; 0 = serve in this process)
+  --bind ADDR              HOST:PORT, [IPv6]:PORT, :PORT or unix:/path; repeat to add more
+                           (default: 127.0.0.1:8080)
+  --timeout S              replace a worker silent for S seconds (default 30; 0 = never)
+  --graceful-timeout S     how long a stop or reload lets requests finish (default 30)
+  --max-requests N         recycle a worker after N requests (default 0 = never)
+  --max-requests-jitter N  add up to N to --max-requests per worker
+  --backlog N              listen backlog (default 2048)
+  --preload                import the app once in the master before forking
+  --reload                 restart workers when a .py file changes (development)
+  --access-log FILE        access log file (default: stderr)
+  --error-log FILE         error log file (default: stderr)
+  --log-level LEVEL        debug, info, warning, error (default: info)
+"""
+
+OPTIONAL_FEATURES = (
+    ("TLS", "ssl"),
+    ("SQLite", "sqlite3"),
+    ("Postgres", "psycopg2"),
+    ("MySQL", "pymysql"),
+    ("Redis", "redis"),
+    ("Mongo", "pymongo"),
+    ("Templates", "jinja2"),
+    ("HTTP/2", "h2"),
+)
+
+
+class UsageError(Exception):
+    """A command line we cannot act on; exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with our messages: `error: …` plus the usage on stderr, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments: "):
+            message = "unknown option: " + message.split(": ", 1)[1]
+        elif message.endswith("expected one argument"):
+            message = message.split(":")[0].removeprefix("argument ") + " requires an argument"
+        raise UsageError(message)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `socketify` console script; returns the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(args)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        print(USAGE, file=sys.stderr, end="")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _main(args: list[str]) -> int:
+    if not args:
+        print(USAGE, file=sys.stderr, end="")
+        return 2
+    if args[0] == "run":
+        return run(_parse_run(args[1:]))
+    options = _parse_top(args)
+    if options.help:
+        print(USAGE, file=sys.stderr, end="")
+        return 0
+    if options.version:
+        print(f"Socketify {__version__}")
+        return 0
+    if options.info:
+        print(info())
+        return 0
+    if options.run_http:
+        return run_http(options)
+    print(USAGE, file=sys.stderr, end="")
+    return 2
+
+
+def _parse_top(args: list[str]) -> argparse.Namespace:
+    parser = _Parser(prog="socketify", add_help=False)
+    parser.add_argument("-h", "--help", action="store_true")
+    parser.add_argument("-V", "--version", action="store_true")
+    parser.add_argument("--info", action="store_true")
+    parser.add_argument("--run-http", metavar="DIR")
+    parser.add_argument("--host", default="0.0.0.0")
+    parser.add_argument("--port", default="8080")
+    parser.add_argument("--index")
+    parser.add_argument("--workers", type=int, default=1)
+    return parser.parse_args(args)
+
+
+def _parse_run(args: list[str]) -> argparse.Namespace:
+    parser = _Parser(prog="socketify run", add_help=False)
+    parser.add_argument("app")
+    parser.add_argument("--workers", type=int)
+    parser.add_argument("--bind", action="append")
+    parser.add_argument("--timeout", type=float)
+    parser.add_argument("--graceful-timeout", type=float)
+    parser.add_argument("--max-requests", type=int)
+    parser.add_argument("--max-requests-jitter", type=int)
+    parser.add_argument("--backlog", type=int)
+    parser.add_argument("--preload", action="store_true")
+    parser.add_argument("--reload", action="store_true")
+    parser.add_argument("--access-log")
+    parser.add_argument("--error-log")
+    parser.add_argument("--log-level", default="info")
+    if "-h" in args or "--help" in args:
+        print(USAGE, file=sys.stderr, end="")
+        raise SystemExit(0)
+    return parser.parse_args(args)
+
+
+def info() -> str:
+    """`--info`: the version and which optional features are importable."""
+    lines = [f"Socketify {__version__}"]
+    for label, module in OPTIONAL_FEATURES:
+        found = importlib.util.find_spec(module) is not None
+        lines.append(f"{label}: {'yes' if found else 'no'}")
+    return "\n".join(lines)
+
+
+# -- run ------------------------------------------------------------------------------------------
+
+
+def run(options: argparse.Namespace) -> int:
+    """`socketify run APP`: become the master of pre-forked workers serving APP."""
+    configure_logging(options.log_level, options.error_log, options.access_log)
+    from socketify.server.worker import AppLoadError, ServeApp, load_app
+
+    target: Any
+    settings: Any
+    try:
+        if options.preload or options.workers == 0:
+            app = load_app(options.app)
+            target, settings = ServeApp(app), app.settings
+        else:
+            _check_importable(options.app)
+            target, settings = ServeApp(options.app), None
+    except (AppLoadError, ModuleNotFoundError) as exc:
+        print(f"error: cannot load app {options.app!r}: {exc}", file=sys.stderr)
+        return 1
+    binds = options.bind or ["127.0.0.1:8080"]
+    if options.workers == 0:
+        return _run_in_process(target.app, binds)
+    return _run_master(options, target, settings, binds)
+
+
+def _check_importable(spec: str) -> None:
+    """Fail fast, in one line, on an APP whose module does not exist (without importing it)."""
+    module = spec.partition(":")[0]
+    if not module:
+        raise ModuleNotFoundError(f"invalid app {spec!r}: expected module:attribute")
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    if importlib.util.find_spec(module) is None:
+        raise ModuleNotFoundError(f"no module named {module!r}")
+
+
+def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: list[str]) -> int:
+    from workers.config import MasterConfig
+    from workers.master import BootError, Master
+    from workers.sockets import BindError, format_address
+
+    def pick(flag: Any, name: str, default: Any) -> Any:
+        if flag is not None:
+            return flag
+        return getattr(settings, name) if settings is not None else default
+
+    try:
+        config = MasterConfig(
+            binds=binds,
+            workers=pick(options.workers, "workers", None),
+            timeout=pick(options.timeout, "timeout", 30.0),
+            graceful_timeout=pick(options.graceful_timeout, "graceful_timeout", 30.0),
+            max_requests=pick(options.max_requests, "max_requests", 0),
+            max_requests_jitter=pick(options.max_requests_jitter, "max_requests_jitter", 0),
+            backlog=pick(options.backlog, "backlog", 2048),
+            reload=options.reload,
+        )
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    master = Master(config, target)
+    try:
+        master.start()
+    except BindError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except BootError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    where = ", ".join(_url(format_address(address)) for address in master.addresses)
+    log.info(
+        "Socketify %s listening on %s (%d workers, master pid %d)",
+        __version__,
+        where,
+        master.worker_count,
+        os.getpid(),
+    )
+    return master.wait()
+
+
+def _run_in_process(app: Any, binds: list[str]) -> int:
+    from socketify.server.launch import InProcessRunner
+    from workers.sockets import BindError, format_address
+
+    try:
+        runner = InProcessRunner(app, binds)
+    except BindError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    where = ", ".join(_url(format_address(address)) for address in runner.addresses)
+    log.info("Socketify %s listening on %s (in-process, pid %d)", __version__, where, os.getpid())
+    return runner.wait()
+
+
+def _url(address: str) -> str:
+    return address if address.startswith("unix:") else f"http://{address}"
+
+
+# -- run-http --------------------------------------------------------------------------------------
+
+
+def run_http(options: argparse.Namespace) -> int:
+    """`--run-http DIR`: serve a directory (listing on, no fallthrough), logging requests."""
+    directory = os.path.abspath(options.run_http)
+    if not os.path.isdir(directory):
+        print(f"error: not a directory: {options.run_http}", file=sys.stderr)
+        return 1
+    if not options.port.isdigit() or not 1 <= int(options.port) <= 65535:
+        raise UsageError(f"invalid --port: {options.port}")
+    configure_logging("info", None, None)
+    from socketify import Server, static_files
+
+    server = Server(workers=options.workers)
+    index_names = (options.index,) if options.index else ("index.html", "index.htm")
+    server.use(
+        static_files.serve(
+            directory, fallthrough=False, directory_listing=True, index_names=index_names
+        )
+    )
+    host = options.host
+    binds = [f"[{host}]:{options.port}" if ":" in host else f"{host}:{options.port}"]
+    print(f"Serving {directory} on http://{host}:{options.port}", flush=True)
+    from workers.sockets import BindError
+
+    try:
+        if options.workers == 0:
+            return _run_in_process(server, binds)
+        from socketify.server.worker import ServeApp
+        from workers.config import MasterConfig
+        from workers.master import Master
+
+        master = Master(MasterConfig(binds=binds, workers=options.workers), ServeApp(server))
+        master.start()
+    except BindError:
+        print(f"error: failed to bind {host}:{options.port}", file=sys.stderr)
+        return 1
+    return master.wait()
+
+
+# -- logging --------------------------------------------------------------------------------------
+
+
+def configure_logging(level: str, error_log: str | None, access_log: str | None) -> None:
+    """Error and access logs to stderr (journald-friendly) or to files reopened on USR1."""
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        raise UsageError(f"invalid --log-level: {level}")
+    # Under systemd, journald stamps every line itself.
+    stamp = "" if os.environ.get("JOURNAL_STREAM") else "[%(asctime)s] "
+    error_handler: logging.Handler = (
+        logging.FileHandler(error_log) if error_log else logging.StreamHandler(sys.stderr)
+    )
+    error_handler.setFormatter(
+        logging.Formatter(f"{stamp}[%(process)d] [%(levelname)s] %(name)s: %(message)s")
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [error_handler]
+    root.setLevel(numeric)
+    access = logging.getLogger("socketify.access")
+    access_handler: logging.Handler = (
+        logging.FileHandler(access_log) if access_log else logging.StreamHandler(sys.stderr)
+    )
+    access_handler.setFormatter(logging.Formatter("%(message)s"))
+    access.handlers[:] = [access_handler]
+    access.propagate = False
+    access.setLevel(logging.INFO)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

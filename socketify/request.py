@@ -1,0 +1,277 @@
+"""`Request`: one parsed HTTP request as handlers see it (SPEC §1.5, DESIGN §4).
+
+Built by the connection from a `RequestHead` and the complete body. Only what every request
+needs is computed up front; the header mapping, query, cookies, decoded path and proxy-aware
+address are parsed on first use and cached (SPEC §5.7 claimed lazy parsing and did not do it).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote_plus
+
+import orjson
+
+from socketify.cookies import parse_cookie_header
+from socketify.errors import HTTPError
+from socketify.headers import Headers, MultiDict
+from socketify.routing import decode_path
+
+if TYPE_CHECKING:
+    from socketify.protocol.http11 import RequestHead
+
+__all__ = ["Request", "parse_query"]
+
+
+def _unquote_plus(text: str) -> str:
+    # PERF: most keys and values need no decoding at all.
+    if "%" in text or "+" in text:
+        return unquote_plus(text)  # keeps malformed escapes as raw text, as SPEC asks
+    return text
+
+
+def parse_query(query_string: str) -> MultiDict:
+    """Parse `a=1&b=2`: `+` is a space, %XX decoded, empty keys dropped, missing value ""."""
+    pairs: list[tuple[str, str]] = []
+    for part in query_string.split("&"):
+        if not part:
+            continue
+        key, _, value = part.partition("=")
+        key = _unquote_plus(key)
+        if key:
+            pairs.append((key, _unquote_plus(value)))
+    return MultiDict(pairs)
+
+
+def _first_forwarded_for(value: str) -> str:
+    """Return the address in the first `for=` of an RFC 7239 Forwarded header, or ""."""
+    first = value.split(",", 1)[0]
+    for pair in first.split(";"):
+        name, _, addr = pair.strip().partition("=")
+        if name.lower() == "for":
+            addr = addr.strip().strip('"')
+            if addr.startswith("["):  # "[2001:db8::1]:4711"
+                return addr[1:].partition("]")[0]
+            if addr.count(":") == 1:  # "192.0.2.60:4711"
+                return addr.partition(":")[0]
+            return addr
+    return ""
+
+
+class Request:
+    """An HTTP request: method, path, headers, query, params, cookies and the body."""
+
+    __slots__ = (
+        "_cookies",
+        "_headers",
+        "_locals",
+        "_params",
+        "_path",
+        "_query",
+        "_remote_ip",
+        "_scheme",
+        "body",
+        "head",
+        "method",
+        "remote_addr",
+        "trust_proxy",
+    )
+
+    def __init__(
+        self,
+        head: RequestHead,
+        body: bytes,
+        remote_addr: str,
+        *,
+        trust_proxy: bool = False,
+        scheme: str = "http",
+    ) -> None:
+        self.head = head
+        self.method = head.method
+        self.body = body
+        self.remote_addr = remote_addr
+        self.trust_proxy = trust_proxy
+        self._scheme = scheme
+        self._headers: Headers | None = None
+        self._query: MultiDict | None = None
+        self._cookies: dict[str, str] | None = None
+        self._params: dict[str, str] | None = None
+        self._locals: dict[str, Any] | None = None
+        self._path: str | None = None
+        self._remote_ip: str | None = None
+
+    # -- request line ---------------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        """The path, percent-decoded, without the query (`/a%2Fb` reads `/a/b`)."""
+        path = self._path
+        if path is None:
+            path = self._path = decode_path(self.head.path)
+        return path
+
+    @property
+    def raw_target(self) -> str:
+        """The request target exactly as sent."""
+        return self.head.target
+
+    @property
+    def raw_path(self) -> str:
+        """The path as sent, still percent-encoded."""
+        return self.head.path
+
+    @property
+    def query_string(self) -> str:
+        """The raw query string, without the `?`."""
+        return self.head.query_string
+
+    @property
+    def http_version(self) -> str:
+        """`HTTP/1.1` or `HTTP/1.0`."""
+        return self.head.version
+
+    # -- headers --------------------------------------------------------------------------
+
+    @property
+    def headers(self) -> Headers:
+        """Case-insensitive header mapping; repeated fields are joined with ", "."""
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = Headers(self.head.headers)
+        return headers
+
+    def header(self, name: str, default: str = "") -> str:
+        """Return the value of header `name` (repeats joined with ", "), or `default`."""
+        if self._headers is not None:
+            value = self._headers.get(name)
+            return default if value is None else value
+        # PERF: a couple of lookups by scanning the parser's list beat building a dict.
+        key = name.lower()
+        found: str | None = None
+        for hname, hvalue in self.head.headers:
+            if hname == key:
+                found = hvalue if found is None else f"{found}, {hvalue}"
+        return default if found is None else found
+
+    @property
+    def content_type(self) -> str:
+        """The Content-Type header, or ""."""
+        return self.header("content-type")
+
+    @property
+    def host(self) -> str:
+        """The Host header (X-Forwarded-Host first when proxies are trusted)."""
+        if self.trust_proxy:
+            forwarded = self.header("x-forwarded-host")
+            if forwarded:
+                return forwarded.split(",", 1)[0].strip()
+        return self.header("host")
+
+    @property
+    def scheme(self) -> str:
+        """`http` or `https` (X-Forwarded-Proto / Forwarded proto= when proxies are trusted)."""
+        if self.trust_proxy:
+            proto = self.header("x-forwarded-proto").split(",", 1)[0].strip().lower()
+            if not proto:
+                for pair in self.header("forwarded").split(",", 1)[0].split(";"):
+                    name, _, value = pair.strip().partition("=")
+                    if name.lower() == "proto":
+                        proto = value.strip('"').lower()
+            if proto in ("http", "https"):
+                return proto
+        return self._scheme
+
+    @property
+    def remote_ip(self) -> str:
+        """The client address: the peer, or the first forwarded address with trust_proxy."""
+        ip = self._remote_ip
+        if ip is None:
+            ip = ""
+            if self.trust_proxy:
+                xff = self.header("x-forwarded-for")
+                if xff:
+                    ip = xff.split(",", 1)[0].strip()
+                else:
+                    forwarded = self.header("forwarded")
+                    if forwarded:
+                        ip = _first_forwarded_for(forwarded)
+            ip = self._remote_ip = ip or self.remote_addr
+        return ip
+
+    # -- query, params, cookies, locals ---------------------------------------------------
+
+    @property
+    def query(self) -> MultiDict:
+        """The query string as a multi-dict: `query[k]` is the last value, `getall(k)` all."""
+        query = self._query
+        if query is None:
+            query = self._query = parse_query(self.head.query_string)
+        return query
+
+    @property
+    def params(self) -> dict[str, str]:
+        """Route parameters, decoded (`/users/:id` on `/users/a%2Fb` gives id "a/b")."""
+        params = self._params
+        if params is None:
+            params = self._params = {}
+        return params
+
+    @params.setter
+    def params(self, value: dict[str, str]) -> None:
+        self._params = value
+
+    @property
+    def cookies(self) -> dict[str, str]:
+        """Cookies sent by the client (SPEC §1.7: last duplicate wins, no URL-decoding)."""
+        cookies = self._cookies
+        if cookies is None:
+            if self._headers is not None:  # middleware may have rewritten the headers
+                lines = self._headers.getall("cookie")
+            else:
+                lines = [value for name, value in self.head.headers if name == "cookie"]
+            cookies = {}
+            for line in lines:
+                cookies.update(parse_cookie_header(line))
+            self._cookies = cookies
+        return cookies
+
+    def cookie(self, name: str, default: str = "") -> str:
+        """Return cookie `name`, or `default`."""
+        return self.cookies.get(name, default)
+
+    @property
+    def locals(self) -> dict[str, Any]:
+        """Per-request storage shared by middleware and the handler."""
+        store = self._locals
+        if store is None:
+            store = self._locals = {}
+        return store
+
+    # -- body -----------------------------------------------------------------------------
+
+    @property
+    def charset(self) -> str:
+        """The charset parameter of the Content-Type, default `utf-8`."""
+        for param in self.content_type.split(";")[1:]:
+            name, _, value = param.strip().partition("=")
+            if name.lower() == "charset" and value:
+                return value.strip().strip('"')
+        return "utf-8"
+
+    @property
+    def text(self) -> str:
+        """The body decoded with its charset (utf-8 by default; bad bytes are replaced)."""
+        try:
+            return self.body.decode(self.charset, "replace")
+        except LookupError:  # an unknown charset name from the client
+            return self.body.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        """Parse the body as JSON; an empty or invalid body raises HTTPError(400)."""
+        try:
+            return orjson.loads(self.body)
+        except orjson.JSONDecodeError:
+            raise HTTPError(400, "Invalid JSON body") from None
+
+    def __repr__(self) -> str:
+        return f"<Request {self.method} {self.raw_target}>"

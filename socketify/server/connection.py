@@ -1,0 +1,421 @@
+"""One client connection: read, parse, dispatch, write — in its own greenlet.
+
+Theory of operation. The connection owns a raw non-blocking socket and two libev watchers.
+Reads and writes try the socket first and only park the greenlet on a watcher when the kernel
+says EAGAIN, so a request whose bytes are already there costs no hub switch. Deadlines are
+whole phases (SPEC §5 item 3 fixed): `deadline` is set when a phase starts — idle between
+requests, the head from its first byte, the body, the handler with `request_timeout` — and
+the service's sweeper throws `Expired` into a connection whose deadline has passed. Pipelined
+requests already in the buffer are answered in one batch and written with one send; after a
+batch served without waiting, the greenlet yields so no connection starves the others.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import socket
+import time
+from typing import TYPE_CHECKING, Any
+
+from gevent import get_hub, sleep
+
+from socketify.protocol.http11 import (
+    CLOSED,
+    END_OF_MESSAGE,
+    NEED_DATA,
+    ParseError,
+    RequestHead,
+    RequestParser,
+    encode_chunk,
+    reason_phrase,
+    serialize_head,
+)
+from socketify.request import Request
+from socketify.response import Response
+
+if TYPE_CHECKING:
+    from socketify.server.service import HttpService
+
+log = logging.getLogger("socketify.error")
+
+READ_SIZE = 65536
+BATCH_BYTES = 65536  # flush pipelined responses once this much is queued
+BATCHES_BEFORE_YIELD = 4  # batches served back to back before letting others run
+LINGER_SECONDS = 2.0  # how long we drain input after an error answer, so it is not reset
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_monotonic = time.monotonic
+
+IDLE, HEAD, BODY, HANDLER, WRITE, UPGRADED = range(6)
+
+
+class Expired(BaseException):
+    """Thrown into a connection greenlet whose phase deadline passed.
+
+    A BaseException, like gevent.Timeout, so a handler's `except Exception` cannot swallow it.
+    """
+
+    def __init__(self, phase: int) -> None:
+        super().__init__(phase)
+        self.phase = phase
+
+
+class PeerGone(Exception):
+    """The client closed or reset the connection while we were writing."""
+
+
+class Connection:
+    """Serves one accepted socket until it closes."""
+
+    __slots__ = (
+        "_hub",
+        "_out",
+        "_read_watcher",
+        "_reading",
+        "_waiting",
+        "_write_watcher",
+        "addr",
+        "deadline",
+        "greenlet",
+        "parser",
+        "phase",
+        "service",
+        "sock",
+    )
+
+    def __init__(self, service: HttpService, sock: socket.socket, addr: str) -> None:
+        self.service = service
+        self.sock = sock
+        self.addr = addr
+        opts = service.options
+        self.parser = RequestParser(opts.max_header_size, opts.max_target_size, opts.max_body_size)
+        self._hub = hub = get_hub()
+        fd = sock.fileno()
+        self._read_watcher = hub.loop.io(fd, 1)
+        self._write_watcher = hub.loop.io(fd, 2)
+        self._reading = False  # the read watcher is started
+        self._waiting = False  # the greenlet is parked until the socket is readable
+        self._out: list[bytes] = []
+        self.phase = IDLE
+        self.deadline: float | None = None
+        self.greenlet: Any = None
+
+    # -- the request loop -------------------------------------------------------------------
+
+    def serve(self) -> None:
+        """Answer requests until the client leaves, an error closes, or the server stops."""
+        service = self.service
+        try:
+            self._serve_requests()
+        except Expired as exc:
+            self._expired(exc.phase)
+        except ParseError as exc:
+            self._refuse(exc.status, exc.detail)
+        except (PeerGone, ConnectionError, TimeoutError):
+            pass
+        except Exception:
+            log.exception("connection from %s failed", self.addr)
+        finally:
+            self.close()
+            service.forget(self)
+
+    def _serve_requests(self) -> None:
+        service = self.service
+        parser = self.parser
+        opts = service.options
+        idle_timeout = opts.idle_timeout
+        self.deadline = _monotonic() + idle_timeout
+        batches = 0
+        while True:
+            event = parser.next_event()
+            if event is NEED_DATA:
+                if self._out:
+                    self._flush()
+                    batches += 1
+                    if batches >= BATCHES_BEFORE_YIELD:
+                        batches = 0
+                        sleep(0)  # fairness: let connections queued behind us run
+                if self.phase == IDLE and service.stopping:
+                    return
+                if not self._receive():
+                    batches = 0
+                continue
+            if event is CLOSED:
+                self._flush()
+                return
+            if not isinstance(event, RequestHead):
+                raise AssertionError(f"unexpected event {event!r} between requests")
+            keep_alive = self._answer(event)
+            if not keep_alive:
+                self._flush()
+                return
+            self.phase = IDLE
+            self.deadline = _monotonic() + idle_timeout
+
+    def _receive(self) -> bool:
+        """Read into the parser; returns False if we had to wait (the greenlet yielded)."""
+        parser = self.parser
+        waited = False
+        if self.phase == IDLE and parser.buffered:
+            self._start_head()  # part of a pipelined request is already here
+        elif not parser.buffered:
+            # PERF: a keep-alive client sends its next request only after reading our answer,
+            # so reading now would nearly always be a wasted EAGAIN syscall: wait first.
+            self._wait_readable()
+            waited = True
+        while True:
+            try:
+                data = self.sock.recv(READ_SIZE)
+                break
+            except BlockingIOError:
+                self._wait_readable()
+                waited = True
+        if data and self.phase == IDLE:
+            self._start_head()
+        parser.feed(data)
+        return not waited
+
+    def _start_head(self) -> None:
+        # The first byte of a request starts its header deadline: a whole phase, not a gap.
+        self.phase = HEAD
+        self.deadline = _monotonic() + self.service.options.header_timeout
+
+    def _wait_readable(self) -> None:
+        """Park this greenlet until the socket is readable.
+
+        PERF: the read watcher stays started between requests (no epoll_ctl churn); its
+        callback switches straight into this greenlet instead of going through a Waiter.
+        """
+        if not self._reading:
+            self._reading = True
+            self._read_watcher.start(self._on_readable)
+        self._waiting = True
+        try:
+            self._hub.switch()
+        finally:
+            self._waiting = False
+
+    def _on_readable(self) -> None:
+        if self._waiting:
+            self.greenlet.switch()
+        else:
+            # Readable while busy (pipelined bytes during a handler): stop, or the
+            # level-triggered watcher would fire on every loop turn until we read.
+            self._reading = False
+            self._read_watcher.stop()
+
+    def _read_body(self, head: RequestHead) -> bytes:
+        parser = self.parser
+        opts = self.service.options
+        self.phase = BODY
+        self.deadline = _monotonic() + opts.body_timeout
+        if head.expect_continue and parser.buffered < (head.content_length or 1):
+            self._flush()
+            self._send(CONTINUE)
+        pieces: list[bytes] = []
+        while True:
+            event = parser.next_event()
+            if event is END_OF_MESSAGE:
+                break
+            if event is NEED_DATA:
+                self._receive()
+            elif isinstance(event, bytes):
+                pieces.append(event)
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+    def _answer(self, head: RequestHead) -> bool:
+        """Read the body, run the app, queue or write the response; returns keep-alive."""
+        service = self.service
+        opts = service.options
+        body = self._read_body(head) if head.has_body else self._skip_end()
+        req = Request(head, body, self.addr, trust_proxy=opts.trust_proxy)
+        res = Response(req)
+        self.phase = HANDLER
+        self.deadline = _monotonic() + opts.request_timeout if opts.request_timeout else None
+        try:
+            service.app.handle(req, res)
+        except Expired:
+            # request_timeout: the handler was parked on I/O past its deadline.
+            log.error("request %s %s exceeded request_timeout", head.method, head.target)
+            self._out.append(_error_bytes(503, "Request timed out"))
+            return False
+        self.phase = WRITE
+        keep_alive = head.keep_alive and not service.stopping
+        if res.upgrade is not None:
+            self._flush()
+            self._send(res.head_bytes(keep_alive=False))
+            self.phase = UPGRADED
+            self.deadline = None
+            res.upgrade(self)
+            return False
+        kind_special = res.file_path is not None or res.stream_iter is not None
+        if kind_special:
+            self._flush()
+            keep_alive = self._send_special(res, keep_alive)
+        else:
+            data = res.to_bytes(keep_alive)
+            self._out.append(data)
+            if len(self._out) > 16 or len(data) >= BATCH_BYTES:
+                self._flush()
+            keep_alive = keep_alive and not res.close_connection
+        service.request_done()
+        return keep_alive
+
+    def _skip_end(self) -> bytes:
+        self.parser.next_event()  # END_OF_MESSAGE of a body-less request
+        return b""
+
+    def _send_special(self, res: Response, keep_alive: bool) -> bool:
+        if res.stream_iter is not None and not res.chunked:
+            keep_alive = False  # HTTP/1.0 stream: the close delimits the body
+        self._send(res.head_bytes(keep_alive))
+        if res.head_only or res.status_code in (204, 304):
+            return keep_alive and not res.close_connection
+        if res.file_path is not None:
+            self._send_file(res.file_path, res.file_offset, res.file_length)
+        else:
+            chunked = res.chunked
+            try:
+                for chunk in res.iter_stream():
+                    if chunk:
+                        self._send(encode_chunk(chunk) if chunked else chunk)
+                    # Waiting for the producer is not a stall; only a blocked send is.
+                    self.deadline = None
+            except (PeerGone, ConnectionError):
+                raise
+            except Exception:
+                # Too late for an error status: end the connection without the last chunk,
+                # so the client sees a truncated body rather than a complete-looking one.
+                log.exception("response stream failed")
+                return False
+            if chunked:
+                self._send(b"0\r\n\r\n")
+        return keep_alive and not res.close_connection
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        out = self._out
+        if out:
+            data = out[0] if len(out) == 1 else b"".join(out)
+            out.clear()
+            self._send(data)
+
+    def _send(self, data: bytes) -> None:
+        sock = self.sock
+        try:
+            sent = sock.send(data)
+        except BlockingIOError:
+            sent = 0
+        except OSError as exc:
+            raise PeerGone(exc) from exc
+        if sent < len(data):
+            self._send_rest(memoryview(data)[sent:])
+
+    def _send_rest(self, view: memoryview) -> None:
+        hub = get_hub()
+        idle = self.service.options.idle_timeout
+        while view:
+            self.deadline = _monotonic() + idle  # a stalled reader, not a slow one, expires
+            hub.wait(self._write_watcher)
+            try:
+                sent = self.sock.send(view)
+            except BlockingIOError:
+                continue
+            except OSError as exc:
+                raise PeerGone(exc) from exc
+            view = view[sent:]
+
+    def _send_file(self, path: str, offset: int, length: int) -> None:
+        hub = get_hub()
+        out_fd = self.sock.fileno()
+        idle = self.service.options.idle_timeout
+        with open(path, "rb") as file:
+            in_fd = file.fileno()
+            while length > 0:
+                try:
+                    sent = os.sendfile(out_fd, in_fd, offset, min(length, 1 << 20))
+                except BlockingIOError:
+                    self.deadline = _monotonic() + idle
+                    hub.wait(self._write_watcher)
+                    continue
+                except OSError as exc:
+                    raise PeerGone(exc) from exc
+                if sent == 0:
+                    raise PeerGone("file shrank while it was being sent")
+                offset += sent
+                length -= sent
+
+    # -- errors and closing -------------------------------------------------------------------
+
+    def _refuse(self, status: int, detail: str) -> None:
+        """Answer a request we could not parse, then close without resetting the answer."""
+        try:
+            self._out.append(_error_bytes(status, detail))
+            self.deadline = _monotonic() + LINGER_SECONDS
+            self._flush()
+            self._linger()
+        except (PeerGone, ConnectionError, Expired):
+            pass
+
+    def _expired(self, phase: int) -> None:
+        if phase in (HEAD, BODY):
+            self._refuse(408, "")
+        elif phase == HANDLER:
+            self._refuse(503, "Request timed out")
+        # IDLE and WRITE: close silently (keep-alive timeout, or a reader that stopped reading)
+
+    def _linger(self) -> None:
+        """Half-close and drain input briefly, so the kernel does not reset our answer."""
+        try:
+            self.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            return
+        end = _monotonic() + LINGER_SECONDS
+        while _monotonic() < end:
+            try:
+                if not self.sock.recv(READ_SIZE):
+                    return
+            except BlockingIOError:
+                self._wait_readable()
+            except OSError:
+                return
+
+    def expire(self) -> None:
+        """Called by the sweeper: interrupt the greenlet with `Expired` for its phase."""
+        phase = self.phase
+        self.deadline = None
+
+        def throw() -> None:
+            # The greenlet may have moved on since the sweep; only interrupt the same phase.
+            glet = self.greenlet
+            if glet is not None and not glet.dead and self.phase == phase and not self.deadline:
+                glet.throw(Expired(phase))
+
+        get_hub().loop.run_callback(throw)
+
+    def close(self) -> None:
+        """Stop the watchers and close the socket; safe to call twice."""
+        self._read_watcher.close()
+        self._write_watcher.close()
+        try:
+            self.sock.close()
+        except OSError as exc:
+            if exc.errno != errno.EBADF:
+                raise
+
+
+def _error_bytes(status: int, detail: str) -> bytes:
+    reason = reason_phrase(status)
+    body = f"{reason}: {detail}\n" if detail else f"{reason}\n"
+    raw = body.encode()
+    head = serialize_head(
+        status,
+        [
+            ("Content-Type", "text/plain; charset=utf-8"),
+            ("Content-Length", str(len(raw))),
+            ("Connection", "close"),
+        ],
+    )
+    return head + raw

@@ -1,0 +1,106 @@
+"""`Server.listen()`: start serving from a user's script, pre-forked or in-process.
+
+With workers >= 1 the calling process becomes the master (`workers.master`, which never
+imports gevent) and forks workers that run the already-imported app; `listen()` returns once
+they all accept. With `workers=0` everything runs in this process under gevent, for debugging:
+the calling process is monkey-patched, and requests are served while it blocks in `wait()`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from socketify.app import Server
+
+
+class MasterRunner:
+    """`listen()` with pre-forked workers: a thin face over `workers.master.Master`."""
+
+    def __init__(self, app: Server, binds: list[str]) -> None:
+        from socketify.server.worker import ServeApp
+        from workers.config import MasterConfig
+        from workers.master import Master
+
+        opts = app.settings
+        config = MasterConfig(
+            binds=binds,
+            workers=opts.workers,
+            timeout=opts.timeout,
+            graceful_timeout=opts.graceful_timeout,
+            max_requests=opts.max_requests,
+            max_requests_jitter=opts.max_requests_jitter,
+            backlog=opts.backlog,
+        )
+        self.master = Master(config, ServeApp(app))
+        self.master.start()
+
+    @property
+    def port(self) -> int:
+        """The TCP port of the first bind (resolved when it was 0)."""
+        return _first_port(self.master.addresses)
+
+    def wait(self) -> int:
+        """Supervise the workers until the server stops; returns the exit status."""
+        return self.master.wait()
+
+    def stop(self) -> None:
+        """Stop gracefully (as SIGTERM does)."""
+        self.master.stop(graceful=True)
+
+
+class InProcessRunner:
+    """`listen()` with `workers=0`: one process, one gevent hub, no fork."""
+
+    def __init__(self, app: Server, binds: list[str]) -> None:
+        from gevent import monkey
+
+        monkey.patch_all()
+        import gevent
+        import gevent.event
+
+        from socketify.server.service import HttpService
+        from workers.listeners import Listeners
+
+        self._listeners = Listeners(binds, slots=1, backlog=app.settings.backlog)
+        self.addresses = self._listeners.addresses
+        self.service = HttpService(app, self._listeners.sockets_for(0))
+        self.service.start()
+        self._stopped = gevent.event.Event()
+        for signum in (2, 15):  # SIGINT, SIGTERM: graceful, as in the pre-fork master
+            gevent.signal_handler(signum, self.stop)
+
+    @property
+    def port(self) -> int:
+        """The TCP port of the first bind (resolved when it was 0)."""
+        return _first_port(self.addresses)
+
+    def wait(self) -> int:
+        """Serve until `stop()` or SIGINT/SIGTERM; returns 0."""
+        self._stopped.wait()
+        return 0
+
+    def stop(self) -> None:
+        """Drain in-flight requests (up to graceful_timeout), then return from `wait()`."""
+        import gevent
+
+        def drain() -> None:
+            self.service.stop(graceful=True)
+            self._listeners.close()
+            self._stopped.set()
+
+        gevent.spawn(drain)
+
+
+def launch(app: Server, binds: list[str]) -> MasterRunner | InProcessRunner:
+    """Serve `app` on `binds`; returns once it accepts connections."""
+    if app.settings.workers == 0:
+        return InProcessRunner(app, binds)
+    return MasterRunner(app, binds)
+
+
+def _first_port(addresses: list[Any]) -> int:
+    for address in addresses:
+        if isinstance(address, tuple):
+            return int(address[1])
+    raise RuntimeError("the server listens on no TCP port")

@@ -1,0 +1,186 @@
+"""The HTTP service of one worker: accept loop, connection registry, deadlines, draining.
+
+Theory of operation. Each listening socket gets a libev read watcher whose callback runs in
+the hub, accepts every pending connection without blocking, and spawns a raw greenlet per
+connection. At `max_connections` the watchers stop, so new clients wait in the kernel's
+backlog instead of being accepted and starved; an EMFILE pauses accepting briefly instead of
+spinning (SPEC §5 item 5). One sweeper greenlet expires connections whose phase deadline has
+passed, every quarter second. `stop(graceful=True)` closes the listeners, closes idle
+keep-alive connections at once, lets in-flight requests finish (their answer carries
+`Connection: close`), and returns when all are gone or `graceful_timeout` has passed.
+"""
+
+from __future__ import annotations
+
+import _socket
+import errno
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import gevent
+from gevent import get_hub
+
+from socketify.server.connection import IDLE, UPGRADED, Connection
+
+if TYPE_CHECKING:
+    from socketify.app import Server
+    from socketify.options import ServerOptions
+
+log = logging.getLogger("socketify.error")
+
+SWEEP_INTERVAL = 0.25
+ACCEPT_PAUSE = 0.1  # after EMFILE/ENFILE: give closing connections a moment to free fds
+_ACCEPT_BATCH = 64  # accepts per readiness callback before others get a turn
+
+
+class HttpService:
+    """Serves `app` on listening sockets inside one gevent worker process."""
+
+    def __init__(
+        self,
+        app: Server,
+        listeners: list[socket.socket],
+        *,
+        on_request: Callable[[], Any] | None = None,
+    ) -> None:
+        self.app = app
+        self.options: ServerOptions = app.settings
+        self.stopping = False
+        self.connections: set[Connection] = set()
+        self._on_request = on_request
+        self._listeners = [_raw_listener(sock) for sock in listeners]
+        loop = get_hub().loop
+        self._watchers = [loop.io(sock.fileno(), 1) for sock in self._listeners]
+        self._paused = False
+        self._sweeper: Any = None
+        self._drained = gevent.event.Event()
+        self._drained.set()
+
+    def start(self) -> None:
+        """Begin accepting; returns at once (everything runs in greenlets)."""
+        app = self.app
+        app.freeze()
+        for watcher, sock in zip(self._watchers, self._listeners, strict=True):
+            watcher.start(self._accept, sock)
+        self._sweeper = gevent.spawn(self._sweep)
+
+    def request_done(self) -> None:
+        """Count one answered request (max_requests recycling lives in the worker)."""
+        if self._on_request is not None:
+            self._on_request()
+
+    # -- accepting ------------------------------------------------------------------------------
+
+    def _accept(self, listener: Any) -> None:
+        limit = self.options.max_connections
+        for _ in range(_ACCEPT_BATCH):
+            if len(self.connections) >= limit:
+                self._pause()
+                return
+            try:
+                fd, addr = listener._accept()
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    log.warning("accept failed (%s); pausing accepts", exc.strerror)
+                    self._pause(ACCEPT_PAUSE)
+                elif exc.errno not in (errno.ECONNABORTED, errno.EPROTO, errno.EINTR):
+                    log.error("accept failed: %s", exc)
+                return
+            self._spawn(_socket.socket(listener.family, listener.type, listener.proto, fd), addr)
+
+    def _spawn(self, sock: Any, addr: Any) -> None:
+        sock.setblocking(False)
+        if sock.family != socket.AF_UNIX:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            peer = addr[0]
+        else:
+            peer = "unix"
+        conn = Connection(self, sock, peer)
+        self.connections.add(conn)
+        self._drained.clear()
+        conn.greenlet = gevent.spawn_raw(conn.serve)
+
+    def forget(self, conn: Connection) -> None:
+        """A connection ended: drop it, and resume accepting if we were full."""
+        self.connections.discard(conn)
+        if not self.connections:
+            self._drained.set()
+        if self._paused and len(self.connections) < self.options.max_connections:
+            self._resume()
+
+    def _pause(self, seconds: float | None = None) -> None:
+        if self._paused:
+            return
+        self._paused = True
+        for watcher in self._watchers:
+            watcher.stop()
+        if seconds is not None:
+            get_hub().loop.timer(seconds).start(self._resume)
+
+    def _resume(self) -> None:
+        if not self._paused or self.stopping:
+            return
+        self._paused = False
+        for watcher, sock in zip(self._watchers, self._listeners, strict=True):
+            watcher.start(self._accept, sock)
+
+    # -- deadlines ------------------------------------------------------------------------------
+
+    def _sweep(self) -> None:
+        while True:
+            gevent.sleep(SWEEP_INTERVAL)
+            now = time.monotonic()
+            for conn in list(self.connections):
+                deadline = conn.deadline
+                if deadline is not None and deadline <= now:
+                    conn.expire()
+
+    # -- stopping -------------------------------------------------------------------------------
+
+    def stop_accepting(self) -> None:
+        """Close the listeners; connections already accepted carry on."""
+        if self.stopping:
+            return
+        self.stopping = True
+        for watcher in self._watchers:
+            watcher.close()
+        for sock in self._listeners:
+            sock.close()
+
+    def stop(self, graceful: bool = True, timeout: float | None = None) -> None:
+        """Stop accepting; with `graceful`, let in-flight requests finish first."""
+        self.stop_accepting()
+        if graceful:
+            self._close_idle()
+            wait = self.options.graceful_timeout if timeout is None else timeout
+            self._drained.wait(wait)
+        for conn in list(self.connections):
+            conn.close()
+        if self._sweeper is not None:
+            self._sweeper.kill(block=False)
+
+    def _close_idle(self) -> None:
+        # Keep-alive connections waiting for a next request will never get one now.
+        for conn in list(self.connections):
+            if conn.phase == IDLE and not conn.parser.buffered:
+                conn.deadline = 0.0
+                conn.expire()
+            elif conn.phase == UPGRADED:
+                pass  # SSE/Pulse: their own layer closes them on stop
+
+
+def _raw_listener(sock: socket.socket) -> Any:
+    """A C-level non-blocking socket on a duplicate of `sock`'s fd.
+
+    PERF: the server does its own readiness waits, so it uses `_socket.socket` (which gevent
+    does not patch) and skips the cooperative wrapper's Python layers on every call.
+    """
+    raw = _socket.socket(sock.family, sock.type, sock.proto, os.dup(sock.fileno()))
+    raw.setblocking(False)
+    return raw

@@ -1,0 +1,61 @@
+"""What each worker process runs: load the app, serve it, drain on stop.
+
+Imported by the master (it names `serve_app` as the workers' target), so gevent and the
+serving modules are imported inside the function, in the worker, after monkey-patching.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from socketify.app import Server
+    from workers.context import WorkerContext
+
+
+class AppLoadError(Exception):
+    """The APP argument does not name a Server."""
+
+
+def load_app(spec: str) -> Server:
+    """Import `module:attribute` (attribute defaults to `server`) and return the Server."""
+    from socketify.app import Server
+
+    module_name, _, attribute = spec.partition(":")
+    attribute = attribute or "server"
+    if not module_name:
+        raise AppLoadError(f"invalid app {spec!r}: expected module:attribute")
+    if "" not in sys.path and "." not in sys.path:
+        sys.path.insert(0, "")  # like `python -m`: the working directory is importable
+    module = importlib.import_module(module_name)
+    app: Any = module
+    for part in attribute.split("."):
+        try:
+            app = getattr(app, part)
+        except AttributeError:
+            raise AppLoadError(f"module {module_name!r} has no attribute {attribute!r}") from None
+    if callable(app) and not isinstance(app, Server):
+        app = app()  # an app factory
+    if not isinstance(app, Server):
+        raise AppLoadError(f"{spec} is a {type(app).__name__}, not a socketify Server")
+    return app
+
+
+class ServeApp:
+    """The workers' target: `ServeApp(app_or_spec)(ctx)` serves until the master stops us."""
+
+    def __init__(self, app: Server | str) -> None:
+        self.app = app
+
+    def __call__(self, ctx: WorkerContext) -> None:
+        from socketify.server.service import HttpService
+
+        app = load_app(self.app) if isinstance(self.app, str) else self.app
+        service = HttpService(app, ctx.sockets, on_request=ctx.request_done)
+        service.start()
+        ctx.on_stop(service.stop_accepting)
+        ctx.ready()
+        ctx.wait_stop()
+        service.stop(graceful=ctx.graceful, timeout=ctx.graceful_timeout)
