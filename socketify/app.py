@@ -27,8 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 from socketify.errors import HTTPError
-from socketify.http_status import reason
 from socketify.options import ServerOptions
+from socketify.protocol.http11.status import reason
 from socketify.request import Request
 from socketify.response import TEXT_PLAIN, Response
 from socketify.routing import Group, Middleware, Registrar, Route, Router, allow_header

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from socketify.headers import http_date
+from socketify.protocol.http11.grammar import TOKEN
+from socketify.protocol.http11.serializer import http_date
 
 __all__ = ["build_set_cookie", "expired_cookie", "parse_cookie_header"]
 
 # RFC 9110 token: visible ASCII except separators.
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # Control characters (except none: even TAB is odd in a cookie) and the two delimiters.
 _FORBIDDEN = re.compile(r"[\x00-\x1f\x7f;,]")
 _SAME_SITE = {"lax": "Lax", "strict": "Strict", "none": "None"}
@@ -71,7 +71,7 @@ def build_set_cookie(
     same_site: str | None = None,
 ) -> str:
     """Return one Set-Cookie value: `name=value; Path; Domain; Max-Age; Expires; Secure; ...`."""
-    if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+    if not isinstance(name, str) or not TOKEN.fullmatch(name):
         raise ValueError(f"invalid cookie name {name!r}: must be an RFC 6265 token")
     parts = [f"{name}={_check('value', value)}"]
     if path:

@@ -1,4 +1,4 @@
-"""Multi-valued mappings for query strings, forms and headers, and the HTTP date format.
+"""Multi-valued mappings for query strings, forms and headers.
 
 `MultiDict` keeps every value of a repeated key and answers `d[k]` with the last one (what a
 form or query user means), `getall(k)` with all of them. `Headers` is the case-insensitive
@@ -8,21 +8,11 @@ variant used for request headers, where `h[k]` joins repeated values with ", " (
 
 from __future__ import annotations
 
-import re
-import time
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from urllib.parse import quote
 
-__all__ = [
-    "DateLines",
-    "Headers",
-    "MultiDict",
-    "check_header_name",
-    "check_header_value",
-    "content_disposition",
-    "http_date",
-]
+__all__ = ["Headers", "MultiDict", "content_disposition"]
 
 
 class MultiDict(Mapping[str, str]):
@@ -124,73 +114,6 @@ class Headers(MutableMapping[str, str]):
 
     def __repr__(self) -> str:
         return f"Headers({[(k, v) for k, vs in self._data.items() for v in vs]!r})"
-
-
-_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-
-def http_date(timestamp: float | None = None) -> str:
-    """Format a Unix time (default: now) as an IMF-fixdate, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`."""
-    t = time.gmtime(time.time() if timestamp is None else timestamp)
-    return (
-        f"{_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year:04d} "
-        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} GMT"
-    )
-
-
-class DateLines:
-    """The `Date:` and `Server:` lines of a response head, formatted at most once a second."""
-
-    __slots__ = ("lines", "until")
-
-    def __init__(self) -> None:
-        self.until = 0.0
-        self.lines = ""
-
-    def get(self) -> str:
-        """Return both lines, CRLF-terminated, for the current second."""
-        now = time.time()
-        if now >= self.until:  # PERF: one float compare per response, no int() call
-            self.lines = f"Date: {http_date(now)}\r\nServer: socketify\r\n"
-            self.until = int(now) + 1
-        return self.lines
-
-
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-# PERF: common names skip the token regex and the lower() call.
-_KNOWN_NAMES = {
-    name: name.lower()
-    for name in (
-        "Content-Type", "content-type", "Cache-Control", "Location", "Vary", "ETag",
-        "Last-Modified", "Content-Encoding", "Content-Disposition", "Content-Range",
-        "Accept-Ranges", "Access-Control-Allow-Origin", "X-Request-Id", "Set-Cookie",
-        "Connection", "Date", "Server", "Content-Length", "Transfer-Encoding",
-    )
-}  # fmt: skip
-
-
-def check_header_name(name: str) -> str:
-    """Return `name` lower-cased; ValueError unless it is an RFC 9110 token."""
-    lower = _KNOWN_NAMES.get(name)
-    if lower is None:
-        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
-            raise ValueError(f"invalid header name {name!r}")
-        lower = name.lower()
-    return lower
-
-
-def check_header_value(value: object) -> str:
-    """Return `value` as text; ValueError on CR, LF, NUL (response splitting) or non-latin-1."""
-    text = value if type(value) is str else str(value)
-    if "\r" in text or "\n" in text or "\x00" in text:
-        raise ValueError("header values must not contain CR, LF or NUL")
-    if not text.isascii():
-        try:
-            text.encode("latin-1")
-        except UnicodeEncodeError:
-            raise ValueError("header values must be latin-1; percent-encode the rest") from None
-    return text
 
 
 def content_disposition(filename: str) -> str:

@@ -26,16 +26,15 @@ from urllib.parse import quote
 import orjson
 
 from socketify.cookies import build_set_cookie, expired_cookie
-from socketify.headers import (
+from socketify.headers import Headers, content_disposition
+from socketify.mime import guess_type
+from socketify.protocol.http11.serializer import (
     DateLines,
-    Headers,
     check_header_name,
     check_header_value,
-    content_disposition,
     http_date,
 )
-from socketify.http_status import NO_BODY_STATUSES, STATUS_LINES, reason, status_line
-from socketify.mime import guess_type
+from socketify.protocol.http11.status import NO_BODY_STATUSES, STATUS_LINES, reason, status_line
 
 if TYPE_CHECKING:
     from socketify.request import Request

@@ -57,8 +57,16 @@ def serve(
             except OSError:
                 info = None
             if info is not None and stat.S_ISDIR(info.st_mode):
-                if _serve_directory(req, res, target, relative, auto_index, index_names,
-                                    directory_listing, allow_hidden):
+                if _serve_directory(
+                    req,
+                    res,
+                    target,
+                    relative,
+                    auto_index,
+                    index_names,
+                    directory_listing,
+                    allow_hidden,
+                ):
                     return
             elif info is not None and stat.S_ISREG(info.st_mode) and res.send_file(target):
                 return
@@ -118,7 +126,7 @@ def _serve_directory(
     rows = [] if relative.strip("/") == "" else ['<li><a href="../">../</a></li>']
     rows += [f'<li><a href="{quote(name)}">{html.escape(name)}</a></li>' for name in entries]
     res.html(
-        f"<!doctype html><html><head><meta charset=\"utf-8\"><title>Index of {title}</title>"
+        f'<!doctype html><html><head><meta charset="utf-8"><title>Index of {title}</title>'
         f"</head><body><h1>Index of {title}</h1><ul>{''.join(rows)}</ul></body></html>\n"
     )
     return True

@@ -29,8 +29,7 @@ from socketify.protocol.http11 import (
     RequestHead,
     RequestParser,
     encode_chunk,
-    reason_phrase,
-    serialize_head,
+    error_response,
 )
 from socketify.request import Request
 from socketify.response import Response
@@ -238,7 +237,7 @@ class Connection:
         except Expired:
             # request_timeout: the handler was parked on I/O past its deadline.
             log.error("request %s %s exceeded request_timeout", head.method, head.target)
-            self._out.append(_error_bytes(503, "Request timed out"))
+            self._out.append(error_response(503, "Request timed out"))
             return False
         self.phase = WRITE
         keep_alive = head.keep_alive and not service.stopping
@@ -352,7 +351,7 @@ class Connection:
     def _refuse(self, status: int, detail: str) -> None:
         """Answer a request we could not parse, then close without resetting the answer."""
         try:
-            self._out.append(_error_bytes(status, detail))
+            self._out.append(error_response(status, detail))
             self.deadline = _monotonic() + LINGER_SECONDS
             self._flush()
             self._linger()
@@ -404,18 +403,3 @@ class Connection:
         except OSError as exc:
             if exc.errno != errno.EBADF:
                 raise
-
-
-def _error_bytes(status: int, detail: str) -> bytes:
-    reason = reason_phrase(status)
-    body = f"{reason}: {detail}\n" if detail else f"{reason}\n"
-    raw = body.encode()
-    head = serialize_head(
-        status,
-        [
-            ("Content-Type", "text/plain; charset=utf-8"),
-            ("Content-Length", str(len(raw))),
-            ("Connection", "close"),
-        ],
-    )
-    return head + raw

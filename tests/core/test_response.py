@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from socketify import Request, Response, Server
-from socketify.headers import http_date
+from socketify.protocol.http11 import http_date
 
 DATE = re.compile(rb"Date: [A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT\r\n")
 

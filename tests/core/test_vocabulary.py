@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from socketify import HTTPError, Response
 from socketify.cookies import build_set_cookie, expired_cookie, parse_cookie_header
 from socketify.headers import Headers, MultiDict
-from socketify.http_status import reason, status_line
 from socketify.mime import guess_type
+from socketify.protocol.http11.status import reason, status_line
 from socketify.request import parse_query
 from socketify.routing import split_path
 

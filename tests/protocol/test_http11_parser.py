@@ -90,7 +90,9 @@ def describe(events: list) -> list:
 
 @pytest.mark.parametrize("split", [None, 1, 2, 7])
 def test_simple_get_yields_head_then_end(split: int | None) -> None:
-    events = parse(b"GET /a/b?x=1&y=2 HTTP/1.1\r\nHost: example.com\r\nX-Id: 7\r\n\r\n", split=split)
+    events = parse(
+        b"GET /a/b?x=1&y=2 HTTP/1.1\r\nHost: example.com\r\nX-Id: 7\r\n\r\n", split=split
+    )
     head, end = events
     assert isinstance(head, RequestHead)
     assert (head.method, head.target, head.path, head.query_string) == (
@@ -183,7 +185,9 @@ def test_mixed_crlf_and_lf_line_ends_are_accepted() -> None:
 
 
 def test_absolute_form_target_is_routed_by_its_path() -> None:
-    (head, _) = parse(b"GET http://example.com:8080/a%20b/c?d=e HTTP/1.1\r\nHost: example.com\r\n\r\n")
+    (head, _) = parse(
+        b"GET http://example.com:8080/a%20b/c?d=e HTTP/1.1\r\nHost: example.com\r\n\r\n"
+    )
     assert (head.target, head.path, head.query_string) == (
         "http://example.com:8080/a%20b/c?d=e",
         "/a%20b/c",

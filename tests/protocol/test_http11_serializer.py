@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from socketify.protocol.http11 import encode_chunk, http_date, reason_phrase, serialize_head
+from socketify.protocol.http11 import encode_chunk, http_date, reason, serialize_head
 
 
 def test_head_has_status_line_date_server_headers_and_blank_line() -> None:
@@ -18,13 +18,15 @@ def test_head_has_status_line_date_server_headers_and_blank_line() -> None:
     assert lines[3:] == ["Content-Type: application/json", "Content-Length: 11", "", ""]
 
 
-@pytest.mark.parametrize(("status", "phrase"), [(404, "Not Found"), (418, "I'm a Teapot")])
+@pytest.mark.parametrize(
+    ("status", "phrase"), [(404, "Not Found"), (418, "I'm a Teapot"), (413, "Payload Too Large")]
+)
 def test_known_reasons_come_from_http_status(status: int, phrase: str) -> None:
-    assert reason_phrase(status) == phrase
+    assert reason(status) == phrase
 
 
 def test_unknown_status_reason_is_unknown() -> None:
-    assert reason_phrase(599) == "Unknown"
+    assert reason(599) == "Unknown"
     assert serialize_head(599, []).startswith(b"HTTP/1.1 599 Unknown\r\n")
 
 

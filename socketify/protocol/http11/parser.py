@@ -1,4 +1,4 @@
-"""HTTP/1.1 request parsing and response head serialization, sans-IO.
+"""HTTP/1.1 request parsing, sans-IO.
 
 Theory of operation: a `RequestParser` owns one connection's input buffer. The connection
 feeds it whatever `recv` returned and pulls events until `NEED_DATA`. A request is one
@@ -16,49 +16,26 @@ than a lone `chunked` are all refused. Bare LF line ends are accepted (RFC 9112 
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Iterable
-from email.utils import formatdate
-from http import HTTPStatus
 from typing import Final
 
-__all__ = [
-    "CLOSED",
-    "END_OF_MESSAGE",
-    "NEED_DATA",
-    "ParseError",
-    "RequestHead",
-    "RequestParser",
-    "encode_chunk",
-    "http_date",
-    "reason_phrase",
-    "serialize_head",
-]
+from socketify.protocol.http11.events import (
+    CLOSED,
+    END_OF_MESSAGE,
+    NEED_DATA,
+    ParseError,
+    RequestHead,
+    _Sentinel,
+)
+from socketify.protocol.http11.grammar import TOKEN
 
-
-class _Sentinel:
-    """A named event marker; compared by identity."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-NEED_DATA: Final = _Sentinel("NEED_DATA")
-END_OF_MESSAGE: Final = _Sentinel("END_OF_MESSAGE")
-CLOSED: Final = _Sentinel("CLOSED")
+__all__ = ["RequestParser"]
 
 METHODS: Final = frozenset(
     {"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD", "TRACE", "CONNECT"}
 )
 VERSIONS: Final = frozenset({"HTTP/1.1", "HTTP/1.0"})
 
-# RFC 9110 §5.6.2 token, §5.5 field-value (visible ASCII, SP, HTAB and obs-text; no CTLs).
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# RFC 9110 §5.5 field-value (visible ASCII, SP, HTAB and obs-text; no CTLs).
 _FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 _TARGET = re.compile(r"[\x21-\x7e]+")
 _ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*")
@@ -78,81 +55,6 @@ _LINE_CACHE_SIZE = 512
 _HEX = re.compile(r"[0-9A-Fa-f]{1,16}")
 _CHUNK_SIZE_LINE_MAX: Final = 1024
 _TRAILER_LINE_MAX: Final = 8192
-
-
-class ParseError(Exception):
-    """The client sent something we must refuse; answer `status` and close."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-
-    def __repr__(self) -> str:
-        return f"ParseError({self.status}, {self.detail!r})"
-
-
-class RequestHead:
-    """The request line and header section of one request, validated."""
-
-    __slots__ = (
-        "_headers",
-        "_raw_headers",
-        "chunked",
-        "content_length",
-        "expect_continue",
-        "keep_alive",
-        "method",
-        "path",
-        "query_string",
-        "target",
-        "version",
-    )
-
-    def __init__(
-        self,
-        method: str,
-        target: str,
-        path: str,
-        query_string: str,
-        version: str,
-        headers: list[tuple[str, str]] | None = None,
-        content_length: int | None = None,
-        chunked: bool = False,
-        keep_alive: bool = True,
-        expect_continue: bool = False,
-        raw_headers: str = "",
-    ) -> None:
-        self.method = method  # "GET", case-sensitive
-        self.target = target  # exactly as sent
-        self.path = path  # still percent-encoded, no query; from absolute-form too
-        self.query_string = query_string  # without "?"
-        self.version = version  # "HTTP/1.1" or "HTTP/1.0"
-        self._headers = headers
-        self._raw_headers = raw_headers  # validated header lines joined by CRLF
-        self.content_length = content_length
-        self.chunked = chunked
-        self.keep_alive = keep_alive
-        self.expect_continue = expect_continue
-
-    @property
-    def headers(self) -> list[tuple[str, str]]:
-        """[(lower-case name, value)] in wire order, split on first use."""
-        headers = self._headers
-        if headers is None:
-            raw = self._raw_headers
-            fields = [line.partition(":") for line in raw.split("\r\n")] if raw else []
-            headers = [(name.lower(), value.strip(" \t")) for name, _, value in fields]
-            self._headers = headers
-        return headers
-
-    @property
-    def has_body(self) -> bool:
-        """Whether body events follow this head."""
-        return self.chunked or bool(self.content_length)
-
-    def __repr__(self) -> str:
-        return f"<RequestHead {self.method} {self.target} {self.version}>"
 
 
 class _State:
@@ -423,7 +325,7 @@ class RequestParser:
                 raise self._fail(400, "Empty header name")
             if name[-1:] in (" ", "\t"):
                 raise self._fail(400, "Whitespace before ':' in header")
-            if _TOKEN.fullmatch(name) is None:
+            if TOKEN.fullmatch(name) is None:
                 raise self._fail(400, "Invalid character in header name")
             if _FIELD_VALUE.fullmatch(value) is None:
                 raise self._fail(400, "Invalid character in header value")
@@ -435,7 +337,7 @@ class RequestParser:
         if not sp2 or not method or not target:
             raise self._fail(400, "Malformed start-line")
         if method not in METHODS:
-            if _TOKEN.fullmatch(method) is None:
+            if TOKEN.fullmatch(method) is None:
                 raise self._fail(400, "Malformed start-line")
             raise self._fail(501, "Unknown HTTP method")
         if version not in VERSIONS:
@@ -577,7 +479,7 @@ class RequestParser:
         if self._trailer_bytes > self.max_header_size:
             raise self._fail(431, "Trailer section too large")
         name, colon, value = line.partition(":")
-        if not colon or _TOKEN.fullmatch(name) is None:
+        if not colon or TOKEN.fullmatch(name) is None:
             raise self._fail(400, "Malformed trailer field")
         if _FIELD_VALUE.fullmatch(value.strip(" \t")) is None:
             raise self._fail(400, "Invalid character in trailer value")
@@ -585,63 +487,3 @@ class RequestParser:
 
 def _tokens(value: str) -> set[str]:
     return {token.strip(" \t") for token in value.split(",")}
-
-
-# -- responses ----------------------------------------------------------------------------------
-
-_REASONS: dict[int, str] = {status.value: status.phrase for status in HTTPStatus}
-_FORBIDDEN_IN_HEADER = re.compile(r"[\r\n\x00]")
-_date_cache: list = [0, ""]
-
-
-def reason_phrase(status: int) -> str:
-    """The standard reason phrase for a status code, or "Unknown"."""
-    return _REASONS.get(status, "Unknown")
-
-
-def http_date(now: float | None = None) -> str:
-    """The current time as an IMF-fixdate, formatted at most once per second."""
-    second = int(time.time() if now is None else now)
-    if _date_cache[0] != second:
-        _date_cache[0] = second
-        _date_cache[1] = formatdate(second, usegmt=True)
-    return _date_cache[1]
-
-
-def check_header(name: str, value: str) -> None:
-    """Refuse header names and values that could split a response (CR, LF, NUL)."""
-    if _TOKEN.fullmatch(name) is None:
-        raise ValueError(f"invalid header name: {name!r}")
-    if _FORBIDDEN_IN_HEADER.search(value) is not None:
-        raise ValueError(f"CR, LF or NUL in the value of header {name!r}")
-
-
-def serialize_head(
-    status: int,
-    headers: Iterable[tuple[str, str]],
-    *,
-    reason: str | None = None,
-    server: str = "socketify",
-) -> bytes:
-    """Build a response head: status line, Date, Server, the given headers, blank line.
-
-    Framing headers (Content-Length, Transfer-Encoding, Connection) are the caller's to
-    include; every name and value is checked against response splitting.
-    """
-    lines = [
-        f"HTTP/1.1 {status} {reason or reason_phrase(status)}",
-        f"Date: {http_date()}",
-        f"Server: {server}",
-    ]
-    for name, value in headers:
-        check_header(name, value)
-        lines.append(f"{name}: {value}")
-    lines.append("\r\n")
-    return "\r\n".join(lines).encode("latin-1")
-
-
-def encode_chunk(data: bytes) -> bytes:
-    """One chunk of a chunked body; empty data is skipped (it would end the body)."""
-    if not data:
-        return b""
-    return b"%x\r\n%s\r\n" % (len(data), data)

@@ -1,0 +1,127 @@
+"""HTTP/1.1 response heads, sans-IO: status lines, dates, field checks, chunks.
+
+Every name and value that reaches the wire passes `check_header_name`/`check_header_value`,
+so no caller can split a response with CR or LF (SPEC §5 item 13).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from socketify.protocol.http11.grammar import TOKEN
+from socketify.protocol.http11.status import reason, status_line
+
+__all__ = [
+    "DateLines",
+    "check_header_name",
+    "check_header_value",
+    "encode_chunk",
+    "error_response",
+    "http_date",
+    "serialize_head",
+]
+
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def http_date(timestamp: float | None = None) -> str:
+    """Format a Unix time (default: now) as an IMF-fixdate, e.g. `Sun, 06 Nov 1994 08:49:37 GMT`."""
+    t = time.gmtime(time.time() if timestamp is None else timestamp)
+    return (
+        f"{_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year:04d} "
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} GMT"
+    )
+
+
+class DateLines:
+    """The `Date:` and `Server:` lines of a response head, formatted at most once a second."""
+
+    __slots__ = ("lines", "until")
+
+    def __init__(self) -> None:
+        self.until = 0.0
+        self.lines = ""
+
+    def get(self) -> str:
+        """Return both lines, CRLF-terminated, for the current second."""
+        now = time.time()
+        if now >= self.until:  # PERF: one float compare per response, no int() call
+            self.lines = f"Date: {http_date(now)}\r\nServer: socketify\r\n"
+            self.until = int(now) + 1
+        return self.lines
+
+
+# PERF: common names skip the token regex and the lower() call.
+_KNOWN_NAMES = {
+    name: name.lower()
+    for name in (
+        "Content-Type", "content-type", "Cache-Control", "Location", "Vary", "ETag",
+        "Last-Modified", "Content-Encoding", "Content-Disposition", "Content-Range",
+        "Accept-Ranges", "Access-Control-Allow-Origin", "X-Request-Id", "Set-Cookie",
+        "Connection", "Date", "Server", "Content-Length", "Transfer-Encoding",
+    )
+}  # fmt: skip
+
+
+def check_header_name(name: str) -> str:
+    """Return `name` lower-cased; ValueError unless it is an RFC 9110 token."""
+    lower = _KNOWN_NAMES.get(name)
+    if lower is None:
+        if not isinstance(name, str) or not TOKEN.fullmatch(name):
+            raise ValueError(f"invalid header name {name!r}")
+        lower = name.lower()
+    return lower
+
+
+def check_header_value(value: object) -> str:
+    """Return `value` as text; ValueError on CR, LF, NUL (response splitting) or non-latin-1."""
+    text = value if type(value) is str else str(value)
+    if "\r" in text or "\n" in text or "\x00" in text:
+        raise ValueError("header values must not contain CR, LF or NUL")
+    if not text.isascii():
+        try:
+            text.encode("latin-1")
+        except UnicodeEncodeError:
+            raise ValueError("header values must be latin-1; percent-encode the rest") from None
+    return text
+
+
+def serialize_head(status: int, headers: Iterable[tuple[str, str]]) -> bytes:
+    """Build a response head: status line, Date, Server, the given headers, blank line.
+
+    Framing headers (Content-Length, Transfer-Encoding, Connection) are the caller's to
+    include; every name and value is checked against response splitting.
+    """
+    lines = [status_line(status), _DATE_LINES.get()]
+    for name, value in headers:
+        check_header_name(name)
+        lines.append(f"{name}: {check_header_value(value)}\r\n")
+    lines.append("\r\n")
+    return "".join(lines).encode("latin-1")
+
+
+_DATE_LINES = DateLines()
+
+
+def error_response(status: int, detail: str = "") -> bytes:
+    """A complete `Connection: close` answer for input we refused: `<Reason>: <detail>`."""
+    phrase = reason(status)
+    body = (f"{phrase}: {detail}\n" if detail else f"{phrase}\n").encode()
+    head = serialize_head(
+        status,
+        [
+            ("Content-Type", "text/plain; charset=utf-8"),
+            ("Content-Length", str(len(body))),
+            ("Connection", "close"),
+        ],
+    )
+    return head + body
+
+
+def encode_chunk(data: bytes) -> bytes:
+    """One chunk of a chunked body; empty data is skipped (it would end the body)."""
+    if not data:
+        return b""
+    return b"%x\r\n%s\r\n" % (len(data), data)
