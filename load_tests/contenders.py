@@ -1,0 +1,143 @@
+"""The servers we compare on /ping, and the virtualenv that holds the peers.
+
+Peers are never project dependencies: they live in `load_tests/.venv` (git-ignored), which
+`setup_peers()` creates only when asked, saying what it installs and why. Every contender binds
+127.0.0.1 and answers GET /ping with `{"ok":true}` as application/json on a keep-alive
+connection; `harness.probe_response` shows how many bytes of headers each adds around that.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from load_tests.harness import HOST, LOAD_TESTS, REPO_ROOT
+
+VENV = LOAD_TESTS / ".venv"
+VENV_BIN = VENV / "bin"
+# gunicorn's gevent worker imports packaging without declaring it (gunicorn 27).
+PEER_PACKAGES = (
+    "uvicorn[standard]", "httptools", "uvloop", "gunicorn", "packaging", "gevent", "flask",
+)  # fmt: skip
+PEER_MODULES = ("uvicorn", "httptools", "uvloop", "gunicorn.workers.ggevent", "gevent", "flask")
+OURS = "socketify"
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One server under test: how to start it with N workers on a port."""
+
+    name: str
+    description: str
+    command: Callable[[int, int], list[str]]  # (port, workers) -> argv
+
+    @property
+    def is_peer(self) -> bool:
+        """Whether it runs from the peers' virtualenv rather than the project's interpreter."""
+        return self.name != OURS
+
+
+def _socketify(port: int, workers: int) -> list[str]:
+    script = Path(sys.executable).parent / "socketify"
+    cli = [str(script)] if script.exists() else [sys.executable, "-m", "socketify.cli"]
+    app = "load_tests.apps.ping:server"
+    return [*cli, "run", app, "--workers", str(workers), "--bind", f"{HOST}:{port}"]
+
+
+def _uvicorn(port: int, workers: int) -> list[str]:
+    return [
+        str(VENV_BIN / "uvicorn"), "load_tests.apps.asgi_raw:app",
+        "--host", HOST, "--port", str(port), "--workers", str(workers),
+        "--http", "httptools", "--loop", "uvloop", "--no-access-log", "--log-level", "warning",
+    ]  # fmt: skip
+
+
+def _gunicorn_gevent(app: str) -> Callable[[int, int], list[str]]:
+    def command(port: int, workers: int) -> list[str]:
+        return [
+            str(VENV_BIN / "gunicorn"), app, "-k", "gevent", "--workers", str(workers),
+            "--bind", f"{HOST}:{port}", "--log-level", "warning",
+        ]  # fmt: skip
+
+    return command
+
+
+def _gevent_ceiling(port: int, workers: int) -> list[str]:
+    module = "load_tests.apps.gevent_ceiling"
+    return [
+        str(VENV_BIN / "python"), "-m", module, "--bind", f"{HOST}:{port}",
+        "--workers", str(workers),
+    ]  # fmt: skip
+
+
+CONTENDERS = {
+    contender.name: contender
+    for contender in (
+        Contender(OURS, "ours: socketify run load_tests.apps.ping:server", _socketify),
+        Contender("uvicorn-asgi", "uvicorn + httptools + uvloop, raw ASGI app", _uvicorn),
+        Contender(
+            "gunicorn-gevent-wsgi",
+            "gunicorn -k gevent, raw WSGI app",
+            _gunicorn_gevent("load_tests.apps.wsgi_raw:app"),
+        ),
+        Contender(
+            "gunicorn-gevent-flask",
+            "gunicorn -k gevent, Flask app",
+            _gunicorn_gevent("load_tests.apps.flask_ping:app"),
+        ),
+        Contender(
+            "gevent-ceiling",
+            "gevent StreamServer, fixed response, no parser",
+            _gevent_ceiling,
+        ),
+    )
+}
+
+
+def peers_missing() -> str | None:
+    """Why the peers' virtualenv cannot run the peers, or None when it can."""
+    python = VENV_BIN / "python"
+    if not python.exists():
+        return f"{VENV} does not exist"
+    check = subprocess.run(
+        [str(python), "-c", f"import {', '.join(PEER_MODULES)}"],
+        capture_output=True,
+        text=True,
+    )
+    if check.returncode != 0:
+        return f"{VENV} lacks a peer: {check.stderr.strip().splitlines()[-1]}"
+    return None
+
+
+def ensure_peers(contenders: Iterable[Contender], *, setup: bool) -> str | None:
+    """Make the peers' virtualenv usable if these contenders need it; say what is wrong if not.
+
+    Without setup nothing is installed: the answer explains what --setup would install and why.
+    """
+    if not any(c.is_peer for c in contenders) or not (missing := peers_missing()):
+        return None
+    if not setup:
+        return (
+            f"The peer servers are not installed ({missing}).\n"
+            f"Run again with --setup to create {VENV.relative_to(REPO_ROOT)} and install into it "
+            f"{', '.join(PEER_PACKAGES)} (for comparison only, not project dependencies), "
+            f"or use --only {OURS}."
+        )
+    setup_peers()
+    return None
+
+
+def setup_peers() -> None:
+    """Create the peers' virtualenv and install the peer servers into it, saying so."""
+    print(
+        f"Installing the peer servers into {VENV} (comparison only, not project dependencies):\n"
+        f"  {' '.join(PEER_PACKAGES)}",
+        flush=True,
+    )
+    if not (VENV_BIN / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    pip = [str(VENV_BIN / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
+    subprocess.run([*pip, "--quiet", *PEER_PACKAGES], check=True)

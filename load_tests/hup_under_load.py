@@ -1,0 +1,84 @@
+"""SIGHUP under load: ours with 2 workers keeps answering while its master reloads twice.
+
+Starts `socketify run load_tests.apps.ping:server --workers 2`, runs wrk for 10 s, sends SIGHUP
+to the master at ~3 s and ~6 s, and reports wrk's non-2xx responses and socket errors (bar: 0
+and 0) and the worker pids before and after, which must all be new (else no reload happened).
+Nothing is pinned: wrk competes with the workers for the 2 cores. Exit status 0 when the bar
+holds, 1 when it does not, 2 when the server did not start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for `python load_tests/...`
+
+from load_tests.contenders import CONTENDERS, OURS
+from load_tests.harness import ServerFailedToStart, child_pids, exit_on_sigterm, free_port, serve
+from load_tests.wrk import WrkFailed, WrkRun
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run wrk against ours, SIGHUP the master during the run, and judge wrk's errors."""
+    args = _parse_args(argv)
+    exit_on_sigterm()
+    port = free_port()
+    run = WrkRun(connections=args.connections, duration=args.duration)
+    try:
+        with serve(OURS, CONTENDERS[OURS].command(port, args.workers), port) as server:
+            first_workers = child_pids(server.pid)
+            print(f"master {server.pid}, workers {first_workers}; {' '.join(run.argv(server.url))}")
+            started = time.monotonic()
+            wrk = subprocess.Popen(
+                run.argv(server.url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            for at in args.hup_at:
+                time.sleep(max(0.0, started + at - time.monotonic()))
+                workers = child_pids(server.pid)
+                os.kill(server.pid, signal.SIGHUP)
+                elapsed = time.monotonic() - started
+                print(f"  t={elapsed:4.1f} s: SIGHUP to master {server.pid} (workers {workers})")
+            stdout, stderr = wrk.communicate()
+            last_workers = child_pids(server.pid)
+            result = run.parse(wrk.returncode, stdout, stderr)
+    except (ServerFailedToStart, WrkFailed) as error:
+        print(f"FAILED: {error}", file=sys.stderr)
+        return 2
+    errors = result.socket_errors
+    reloaded = bool(last_workers) and not set(first_workers) & set(last_workers)
+    print(f"  after wrk: workers {last_workers} ({'all new' if reloaded else 'NOT all new'})")
+    print(
+        f"\n{result.requests:,} requests, {result.requests_per_sec:,.0f} req/s, "
+        f"p99 {result.p99_ms:.2f} ms\n"
+        f"non-2xx/3xx: {result.non_2xx}   socket errors: {errors.total} (connect "
+        f"{errors.connect}, read {errors.read}, write {errors.write}, timeout {errors.timeout})"
+    )
+    passed = result.non_2xx == 0 and errors.total == 0 and reloaded
+    print(f"bar (0 non-2xx, 0 socket errors, workers replaced): {'PASS' if passed else 'FAIL'}")
+    return 0 if passed else 1
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=int, default=10, help="wrk seconds (default 10)")
+    parser.add_argument("--connections", type=int, default=50, help="wrk -c (default 50)")
+    parser.add_argument("--workers", type=int, default=2, help="server workers (default 2)")
+    parser.add_argument(
+        "--hup-at",
+        type=lambda text: [float(part) for part in text.split(",")],
+        default=[3.0, 6.0],
+        metavar="SECONDS",
+        help="when to send SIGHUP, seconds into the wrk run (default 3,6)",
+    )
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
