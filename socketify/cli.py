@@ -1,6 +1,7 @@
 """The `socketify` command: the composition root that ties the app, the server and workers.
 
     socketify run module:server [--workers N] [--bind ADDR]... [--preload] [--reload] ...
+    socketify db migrate|rollback|status|new --app module:server
     socketify --run-http DIR [--host H] [--port P] [--index NAME]
     socketify --version | --info | --help
 
@@ -24,6 +25,7 @@ log = logging.getLogger("socketify.master")
 
 USAGE = """\
 usage: socketify run APP [options]         serve APP (module:attribute, default attribute: server)
+       socketify db migrate|rollback [N]|status|new NAME --app APP
        socketify --run-http DIR [--host H] [--port P] [--index NAME]
        socketify --version | --info | --help
 
@@ -89,6 +91,10 @@ def _main(args: list[str]) -> int:
         return 2
     if args[0] == "run":
         return run(_parse_run(args[1:]))
+    if args[0] == "db":
+        from socketify.db.cli import main as db_main
+
+        return db_main(args[1:])
     options = _parse_top(args)
     if options.help:
         print(USAGE, file=sys.stderr, end="")

@@ -268,6 +268,10 @@ class Connection:
     def _send_special(self, res: Response, keep_alive: bool) -> bool:
         if res.stream_iter is not None and not res.chunked:
             keep_alive = False  # HTTP/1.0 stream: the close delimits the body
+        # The handler's request_timeout deadline ends with the handler: left armed, it would
+        # cut a stream whose producer is slow to yield its first chunk (after the 200 head,
+        # so silently). Blocked sends set their own deadline.
+        self.deadline = None
         self._send(res.head_bytes(keep_alive))
         if res.head_only or res.status_code in (204, 304):
             return keep_alive and not res.close_connection

@@ -5,9 +5,10 @@ the hub, accepts every pending connection without blocking, and spawns a raw gre
 connection. At `max_connections` the watchers stop, so new clients wait in the kernel's
 backlog instead of being accepted and starved; an EMFILE pauses accepting briefly instead of
 spinning (SPEC §5 item 5). One sweeper greenlet expires connections whose phase deadline has
-passed, every quarter second. `stop(graceful=True)` closes the listeners, closes idle
-keep-alive connections at once, lets in-flight requests finish (their answer carries
-`Connection: close`), and returns when all are gone or `graceful_timeout` has passed.
+passed, every quarter second. `stop(graceful=True)` closes the listeners, gives idle
+keep-alive connections a short grace (a request may be on the wire), lets in-flight requests
+finish (their answer carries `Connection: close`), and returns when all are gone or
+`graceful_timeout` has passed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import gevent
 from gevent import get_hub
 
-from socketify.server.connection import IDLE, UPGRADED, Connection
+from socketify.server.connection import IDLE, Connection
 
 if TYPE_CHECKING:
     from socketify.app import Server
@@ -34,6 +35,7 @@ log = logging.getLogger("socketify.error")
 
 SWEEP_INTERVAL = 0.25
 ACCEPT_PAUSE = 0.1  # after EMFILE/ENFILE: give closing connections a moment to free fds
+STOP_IDLE_GRACE = 1.0  # seconds an idle keep-alive connection may still send after a stop
 _ACCEPT_BATCH = 64  # accepts per readiness callback before others get a turn
 
 
@@ -52,6 +54,7 @@ class HttpService:
         self.stopping = False
         self.connections: set[Connection] = set()
         self._on_request = on_request
+        self._given = list(listeners)  # closed on stop too: see stop_accepting
         self._listeners = [_raw_listener(sock) for sock in listeners]
         loop = get_hub().loop
         self._watchers = [loop.io(sock.fileno(), 1) for sock in self._listeners]
@@ -150,7 +153,10 @@ class HttpService:
         self.stopping = True
         for watcher in self._watchers:
             watcher.close()
-        for sock in self._listeners:
+        # The given sockets too, not only our duplicates: while any fd of this process still
+        # refers to a listening socket the kernel keeps completing handshakes into its queue,
+        # and those clients would hang until we exit instead of being refused now.
+        for sock in (*self._listeners, *self._given):
             sock.close()
 
     def stop(self, graceful: bool = True, timeout: float | None = None) -> None:
@@ -166,13 +172,13 @@ class HttpService:
             self._sweeper.kill(block=False)
 
     def _close_idle(self) -> None:
-        # Keep-alive connections waiting for a next request will never get one now.
+        # An idle keep-alive client may have a request on the wire right now: closing at once
+        # would fail it. Give idle connections a short grace instead; whatever arrives is
+        # answered with `Connection: close`, and silent ones are closed when it runs out.
+        deadline = time.monotonic() + STOP_IDLE_GRACE
         for conn in list(self.connections):
             if conn.phase == IDLE and not conn.parser.buffered:
-                conn.deadline = 0.0
-                conn.expire()
-            elif conn.phase == UPGRADED:
-                pass  # SSE/Pulse: their own layer closes them on stop
+                conn.deadline = min(conn.deadline or deadline, deadline)
 
 
 def _raw_listener(sock: socket.socket) -> Any:

@@ -52,6 +52,14 @@ _CR_LF = (13, 10)
 # cache is simply emptied when full, so a client sending unique targets costs one clear.
 _LINE_CACHE: dict[str, tuple[str, str, str, str, str]] = {}
 _LINE_CACHE_SIZE = 512
+# Likewise the framing read from a header block: keep-alive clients repeat their headers
+# byte for byte. Keyed per version (keep-alive defaults and Host rules differ); only blocks
+# that passed validation, and only small ones, so the cache stays a few hundred KiB at most.
+_Framing = tuple[int | None, bool, bool, bool]  # content_length, chunked, keep_alive, expect
+_FRAMING_CACHE: dict[str, dict[str, _Framing]] = {"HTTP/1.1": {}, "HTTP/1.0": {}}
+_FRAMING_CACHE_SIZE = 256
+_FRAMING_CACHE_MAX_BLOCK = 1024
+_HUGE = 10**20  # a Content-Length too long to be anything but over the limit
 _HEX = re.compile(r"[0-9A-Fa-f]{1,16}")
 _CHUNK_SIZE_LINE_MAX: Final = 1024
 _TRAILER_LINE_MAX: Final = 8192
@@ -236,9 +244,17 @@ class RequestParser:
             if len(_LINE_CACHE) >= _LINE_CACHE_SIZE:
                 _LINE_CACHE.clear()
             _LINE_CACHE[line] = parsed
-        if _HEADER_BLOCK.fullmatch(block) is None:
-            return self._parse_unusual_head(text)
-        return self._frame(*parsed, block)
+        framing = _FRAMING_CACHE[parsed[4]].get(block)
+        if framing is None:
+            if _HEADER_BLOCK.fullmatch(block) is None:
+                return self._parse_unusual_head(text)
+            framing = self._framing(parsed[4], block)
+            if len(block) <= _FRAMING_CACHE_MAX_BLOCK:
+                cache = _FRAMING_CACHE[parsed[4]]
+                if len(cache) >= _FRAMING_CACHE_SIZE:
+                    cache.clear()
+                cache[block] = framing
+        return self._head(parsed, block, framing)
 
     def _parse_unusual_head(self, text: str) -> RequestHead:
         """The slow path: bare LF line ends are normalised, anything else is diagnosed."""
@@ -248,11 +264,32 @@ class RequestParser:
         parsed = self._parse_request_line(line)
         if _HEADER_BLOCK.fullmatch(block) is None:
             self._diagnose(block)
-        return self._frame(*parsed, block)
+        return self._head(parsed, block, self._framing(parsed[4], block))
 
-    def _frame(
-        self, method: str, target: str, path: str, query: str, version: str, block: str
+    def _head(
+        self, parsed: tuple[str, str, str, str, str], block: str, framing: _Framing
     ) -> RequestHead:
+        content_length, chunked, keep_alive, expect_continue = framing
+        # Checked here, not in `_framing`, because cached framings are shared by parsers
+        # with different limits.
+        if content_length is not None and content_length > self.max_body_size:
+            raise self._fail(413, "Body too large")
+        method, target, path, query, version = parsed
+        return RequestHead(
+            method,
+            target,
+            path,
+            query,
+            version,
+            None,
+            content_length,
+            chunked,
+            keep_alive,
+            expect_continue,
+            block,
+        )
+
+    def _framing(self, version: str, block: str) -> _Framing:
         """Apply the message-framing rules of RFC 9112 §6 and the connection options."""
         content_length: int | None = None
         chunked = False
@@ -285,19 +322,7 @@ class RequestParser:
             elif "keep-alive" in connection:
                 keep_alive = True
             expect_continue = expect_continue and (chunked or bool(content_length))
-        return RequestHead(
-            method,
-            target,
-            path,
-            query,
-            version,
-            None,
-            content_length,
-            chunked,
-            keep_alive,
-            expect_continue,
-            block,
-        )
+        return content_length, chunked, keep_alive, expect_continue
 
     def _check_codings(self, codings: list[str], content_length: int | None, version: str) -> bool:
         # RFC 9112 §6.1: TE with CL is a smuggling vector; refuse instead of guessing.
@@ -375,11 +400,9 @@ class RequestParser:
     def _content_length(self, value: str, previous: int | None) -> int:
         if not (value.isascii() and value.isdigit()):
             raise self._fail(400, "Invalid Content-Length")
-        length = int(value) if len(value) <= 19 else self.max_body_size + 1
+        length = int(value) if len(value) <= 19 else _HUGE
         if previous is not None and previous != length:
             raise self._fail(400, "Conflicting Content-Length headers")
-        if length > self.max_body_size:
-            raise self._fail(413, "Body too large")
         return length
 
     # -- bodies -------------------------------------------------------------------------------
