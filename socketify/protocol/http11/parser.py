@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from socketify.protocol.http11.chunked import ChunkedDecoder
 from socketify.protocol.http11.events import (
     CLOSED,
     END_OF_MESSAGE,
@@ -26,7 +27,7 @@ from socketify.protocol.http11.events import (
     RequestHead,
     _Sentinel,
 )
-from socketify.protocol.http11.grammar import TOKEN
+from socketify.protocol.http11.grammar import FIELD_VALUE, TOKEN
 
 __all__ = ["RequestParser"]
 
@@ -35,8 +36,6 @@ METHODS: Final = frozenset(
 )
 VERSIONS: Final = frozenset({"HTTP/1.1", "HTTP/1.0"})
 
-# RFC 9110 §5.5 field-value (visible ASCII, SP, HTAB and obs-text; no CTLs).
-_FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 _TARGET = re.compile(r"[\x21-\x7e]+")
 _ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*")
 # Header lines joined by CRLF. Values may hold HTAB, visible ASCII and obs-text only, so a
@@ -60,20 +59,14 @@ _FRAMING_CACHE: dict[str, dict[str, _Framing]] = {"HTTP/1.1": {}, "HTTP/1.0": {}
 _FRAMING_CACHE_SIZE = 256
 _FRAMING_CACHE_MAX_BLOCK = 1024
 _HUGE = 10**20  # a Content-Length too long to be anything but over the limit
-_HEX = re.compile(r"[0-9A-Fa-f]{1,16}")
-_CHUNK_SIZE_LINE_MAX: Final = 1024
-_TRAILER_LINE_MAX: Final = 8192
 
 
 class _State:
     HEAD = 0
     BODY = 1
-    CHUNK_SIZE = 2
-    CHUNK_DATA = 3
-    CHUNK_END = 4
-    TRAILERS = 5
-    END = 6
-    ERROR = 7
+    CHUNKED = 2
+    END = 3
+    ERROR = 4
 
 
 class RequestParser:
@@ -82,13 +75,13 @@ class RequestParser:
     __slots__ = (
         "_body_seen",
         "_buf",
+        "_chunked",
         "_eof",
         "_error",
         "_remaining",
         "_scan_from",
         "_skipped",
         "_state",
-        "_trailer_bytes",
         "max_body_size",
         "max_header_size",
         "max_target_size",
@@ -109,9 +102,18 @@ class RequestParser:
         self._scan_from = 0  # where the search for the end of the head resumes
         self._skipped = 0  # blank lines before the request line; they count toward the limit
         self._remaining = 0
-        self._body_seen = 0
-        self._trailer_bytes = 0
+        self._chunked: ChunkedDecoder | None = None
         self._error: ParseError | None = None
+
+    @property
+    def input(self) -> bytearray:
+        """The unconsumed input buffer (the chunked decoder reads from it)."""
+        return self._buf
+
+    @property
+    def eof(self) -> bool:
+        """Whether the peer said it will send nothing more."""
+        return self._eof
 
     @property
     def buffered(self) -> int:
@@ -143,7 +145,17 @@ class RequestParser:
         if state == _State.ERROR:
             assert self._error is not None
             raise self._error
-        return self._next_chunked()
+        assert self._chunked is not None
+        try:
+            event = self._chunked.next_event()
+        except ParseError as exc:
+            self._state = _State.ERROR
+            self._error = exc
+            raise
+        if event is END_OF_MESSAGE:
+            self._state = _State.HEAD
+            self._chunked = None
+        return event
 
     def _fail(self, status: int, detail: str) -> ParseError:
         self._state = _State.ERROR
@@ -174,9 +186,8 @@ class RequestParser:
         self._skipped = 0
         head = self._parse_head(raw)
         if head.chunked:
-            self._state = _State.CHUNK_SIZE
-            self._body_seen = 0
-            self._trailer_bytes = 0
+            self._state = _State.CHUNKED
+            self._chunked = ChunkedDecoder(self)
         elif head.content_length:
             self._state = _State.BODY
             self._remaining = head.content_length
@@ -352,7 +363,7 @@ class RequestParser:
                 raise self._fail(400, "Whitespace before ':' in header")
             if TOKEN.fullmatch(name) is None:
                 raise self._fail(400, "Invalid character in header name")
-            if _FIELD_VALUE.fullmatch(value) is None:
+            if FIELD_VALUE.fullmatch(value) is None:
                 raise self._fail(400, "Invalid character in header value")
         raise self._fail(400, "Malformed header section")
 
@@ -424,89 +435,6 @@ class RequestParser:
         if not self._remaining:
             self._state = _State.END
         return piece
-
-    def _next_chunked(self) -> bytes | _Sentinel:
-        while True:
-            state = self._state
-            if state == _State.CHUNK_DATA:
-                return self._next_chunk_data()
-            if state == _State.END:
-                self._state = _State.HEAD
-                return END_OF_MESSAGE
-            line = self._take_line(_CHUNK_SIZE_LINE_MAX if state != _State.TRAILERS else None)
-            if line is None:
-                return NEED_DATA
-            if state == _State.CHUNK_SIZE:
-                self._chunk_size(line)
-            elif state == _State.CHUNK_END:
-                if line:
-                    raise self._fail(400, "Missing CRLF after chunk data")
-                self._state = _State.CHUNK_SIZE
-            else:
-                self._trailer(line)
-
-    def _next_chunk_data(self) -> bytes | _Sentinel:
-        buf = self._buf
-        if not buf:
-            if self._eof:
-                raise self._fail(400, "Connection closed in the middle of the body")
-            return NEED_DATA
-        take = min(self._remaining, len(buf))
-        piece = bytes(buf[:take])
-        del buf[:take]
-        self._remaining -= take
-        if not self._remaining:
-            self._state = _State.CHUNK_END
-        return piece
-
-    def _take_line(self, limit: int | None) -> str | None:
-        """Pop one line (without its end) from the buffer, or None if it is not complete."""
-        buf = self._buf
-        end = buf.find(b"\n")
-        cap = limit if limit is not None else _TRAILER_LINE_MAX
-        if end < 0:
-            if len(buf) > cap:
-                raise self._fail(400, "Chunk framing line too long")
-            if self._eof:
-                raise self._fail(400, "Connection closed in the middle of the body")
-            return None
-        if end > cap:
-            raise self._fail(400, "Chunk framing line too long")
-        stop = end - 1 if end and buf[end - 1] == 13 else end
-        line = bytes(buf[:stop]).decode("latin-1")
-        del buf[: end + 1]
-        if "\r" in line:
-            raise self._fail(400, "Bare CR in chunk framing")
-        return line
-
-    def _chunk_size(self, line: str) -> None:
-        size_text = line.partition(";")[0].rstrip(" \t")
-        if _HEX.fullmatch(size_text) is None:
-            raise self._fail(400, "Invalid chunk size")
-        size = int(size_text, 16)
-        self._body_seen += size
-        if self._body_seen > self.max_body_size:
-            raise self._fail(413, "Body too large")
-        if size:
-            self._remaining = size
-            self._state = _State.CHUNK_DATA
-        else:
-            self._state = _State.TRAILERS
-
-    def _trailer(self, line: str) -> None:
-        if not line:
-            self._state = _State.END
-            return
-        # Trailers are read and dropped, but bounded like a header section.
-        self._trailer_bytes += len(line) + 2
-        if self._trailer_bytes > self.max_header_size:
-            raise self._fail(431, "Trailer section too large")
-        name, colon, value = line.partition(":")
-        if not colon or TOKEN.fullmatch(name) is None:
-            raise self._fail(400, "Malformed trailer field")
-        if _FIELD_VALUE.fullmatch(value.strip(" \t")) is None:
-            raise self._fail(400, "Invalid character in trailer value")
-
 
 def _tokens(value: str) -> set[str]:
     return {token.strip(" \t") for token in value.split(",")}

@@ -1,0 +1,119 @@
+"""The chunked transfer coding of request bodies (RFC 9112 §7.1), sans-IO.
+
+A `ChunkedDecoder` works on its parser's input buffer from the first size line to the end of
+the trailer section. Sizes are checked against the body limit as each size line arrives, so a
+client announcing too much gets 413 before sending it; trailers are read, bounded like a
+header section, and dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Final
+
+from socketify.protocol.http11.events import END_OF_MESSAGE, NEED_DATA, ParseError, _Sentinel
+from socketify.protocol.http11.grammar import FIELD_VALUE, TOKEN
+
+if TYPE_CHECKING:
+    from socketify.protocol.http11.parser import RequestParser
+
+__all__ = ["ChunkedDecoder"]
+
+_HEX = re.compile(r"[0-9A-Fa-f]{1,16}")
+_SIZE_LINE_MAX: Final = 1024
+_TRAILER_LINE_MAX: Final = 8192
+
+SIZE, DATA, DATA_END, TRAILERS, DONE = range(5)
+
+
+class ChunkedDecoder:
+    """Decodes one chunked body from `source.input`; events as RequestParser.next_event."""
+
+    __slots__ = ("_remaining", "_seen", "_source", "_state", "_trailer_bytes")
+
+    def __init__(self, source: RequestParser) -> None:
+        self._source = source
+        self._state = SIZE
+        self._remaining = 0
+        self._seen = 0
+        self._trailer_bytes = 0
+
+    def next_event(self) -> bytes | _Sentinel:
+        """A body piece, NEED_DATA, or END_OF_MESSAGE after the trailers."""
+        while True:
+            state = self._state
+            if state == DATA:
+                return self._data()
+            if state == DONE:
+                return END_OF_MESSAGE
+            line = self._take_line(_SIZE_LINE_MAX if state != TRAILERS else _TRAILER_LINE_MAX)
+            if line is None:
+                return NEED_DATA
+            if state == SIZE:
+                self._size(line)
+            elif state == DATA_END:
+                if line:
+                    raise ParseError(400, "Missing CRLF after chunk data")
+                self._state = SIZE
+            else:
+                self._trailer(line)
+
+    def _data(self) -> bytes | _Sentinel:
+        buf = self._source.input
+        if not buf:
+            if self._source.eof:
+                raise ParseError(400, "Connection closed in the middle of the body")
+            return NEED_DATA
+        take = min(self._remaining, len(buf))
+        piece = bytes(buf[:take])
+        del buf[:take]
+        self._remaining -= take
+        if not self._remaining:
+            self._state = DATA_END
+        return piece
+
+    def _take_line(self, limit: int) -> str | None:
+        """Pop one line (without its end) from the buffer, or None if it is not complete."""
+        buf = self._source.input
+        end = buf.find(b"\n")
+        if end < 0:
+            if len(buf) > limit:
+                raise ParseError(400, "Chunk framing line too long")
+            if self._source.eof:
+                raise ParseError(400, "Connection closed in the middle of the body")
+            return None
+        if end > limit:
+            raise ParseError(400, "Chunk framing line too long")
+        stop = end - 1 if end and buf[end - 1] == 13 else end
+        line = bytes(buf[:stop]).decode("latin-1")
+        del buf[: end + 1]
+        if "\r" in line:
+            raise ParseError(400, "Bare CR in chunk framing")
+        return line
+
+    def _size(self, line: str) -> None:
+        size_text = line.partition(";")[0].rstrip(" \t")  # extensions are allowed and ignored
+        if _HEX.fullmatch(size_text) is None:
+            raise ParseError(400, "Invalid chunk size")
+        size = int(size_text, 16)
+        self._seen += size
+        if self._seen > self._source.max_body_size:
+            raise ParseError(413, "Body too large")
+        if size:
+            self._remaining = size
+            self._state = DATA
+        else:
+            self._state = TRAILERS
+
+    def _trailer(self, line: str) -> None:
+        if not line:
+            self._state = DONE
+            return
+        self._trailer_bytes += len(line) + 2
+        if self._trailer_bytes > self._source.max_header_size:
+            raise ParseError(431, "Trailer section too large")
+        name, colon, value = line.partition(":")
+        if not colon or TOKEN.fullmatch(name) is None:
+            raise ParseError(400, "Malformed trailer field")
+        if FIELD_VALUE.fullmatch(value.strip(" \t")) is None:
+            raise ParseError(400, "Invalid character in trailer value")

@@ -1,0 +1,105 @@
+"""`TlsOptions`: what a server needs to speak HTTPS; validated when the server starts.
+
+The value holds paths and choices only; `build_context()` turns it into an `ssl.SSLContext`
+(certificate chain, key, minimum version, ciphers, client certificates, SNI, ALPN). Bad paths
+or a key that does not match its certificate fail there with a clear `TlsError`, so a
+misconfigured server refuses to start instead of failing on the first handshake.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["TlsError", "TlsOptions"]
+
+_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+_CLIENT_AUTH = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
+
+
+class TlsError(Exception):
+    """The TLS configuration cannot be used (missing files, mismatched key, bad option)."""
+
+
+@dataclass(frozen=True)
+class TlsOptions:
+    """HTTPS settings: certificate and key files, and the policy around them."""
+
+    cert_file: str
+    key_file: str
+    min_version: str = "TLSv1.2"
+    ciphers: str | None = None
+    ca_file: str | None = None  # trusted CAs for client certificates (mTLS)
+    client_auth: str = "none"  # "none" | "optional" | "required"
+    sni: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # host -> (cert, key)
+    alpn: tuple[str, ...] = ("http/1.1",)
+
+    def __post_init__(self) -> None:
+        if self.min_version not in _VERSIONS:
+            raise TlsError(
+                f"min_version must be one of {sorted(_VERSIONS)}, not {self.min_version!r}"
+            )
+        if self.client_auth not in _CLIENT_AUTH:
+            raise TlsError(
+                f"client_auth must be none, optional or required, not {self.client_auth!r}"
+            )
+        if self.client_auth != "none" and not self.ca_file:
+            raise TlsError("client_auth needs ca_file: the CAs that sign client certificates")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> TlsOptions | None:
+        """From SOCKETIFY_CERT_FILE and SOCKETIFY_KEY_FILE; None unless both are set."""
+        env = os.environ if environ is None else environ
+        cert, key = env.get("SOCKETIFY_CERT_FILE", ""), env.get("SOCKETIFY_KEY_FILE", "")
+        return cls(cert_file=cert, key_file=key) if cert and key else None
+
+    def build_context(self, context_class: type[ssl.SSLContext] = ssl.SSLContext) -> ssl.SSLContext:
+        """A server-side SSLContext for these options; raises TlsError with the reason.
+
+        `context_class` lets the server pass the unpatched stdlib class under gevent.
+        """
+        context = self._context(context_class, self.cert_file, self.key_file)
+        if self.sni:
+            by_host = {
+                host.lower(): self._context(context_class, cert, key)
+                for host, (cert, key) in self.sni.items()
+            }
+
+            def select(sock: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> None:
+                chosen = by_host.get((server_name or "").lower())
+                if chosen is not None:
+                    sock.context = chosen
+
+            context.sni_callback = select  # type: ignore[assignment]
+        return context
+
+    def _context(
+        self, context_class: type[ssl.SSLContext], cert_file: str, key_file: str
+    ) -> ssl.SSLContext:
+        context = context_class(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = _VERSIONS[self.min_version]
+        context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE
+        for path, what in ((cert_file, "certificate"), (key_file, "key")):
+            if not os.path.isfile(path):
+                raise TlsError(f"TLS {what} file not found: {path}")
+        try:
+            context.load_cert_chain(cert_file, key_file)
+        except (ssl.SSLError, OSError) as exc:
+            raise TlsError(f"cannot load {cert_file} with {key_file}: {exc}") from None
+        if self.ciphers:
+            try:
+                context.set_ciphers(self.ciphers)
+            except ssl.SSLError as exc:
+                raise TlsError(f"invalid cipher list {self.ciphers!r}: {exc}") from None
+        if self.client_auth != "none":
+            assert self.ca_file is not None
+            try:
+                context.load_verify_locations(self.ca_file)
+            except (ssl.SSLError, OSError) as exc:
+                raise TlsError(f"cannot load client CA file {self.ca_file}: {exc}") from None
+            context.verify_mode = _CLIENT_AUTH[self.client_auth]
+        if self.alpn:
+            context.set_alpn_protocols(list(self.alpn))
+        return context
