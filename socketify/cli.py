@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any, NoReturn
 
 from socketify import __version__
@@ -38,6 +39,9 @@ run options:
   --max-requests N         recycle a worker after N requests (default 0 = never)
   --max-requests-jitter N  add up to N to --max-requests per worker
   --backlog N              listen backlog (default 2048)
+  --certfile FILE          serve HTTPS with this certificate chain (PEM)
+  --keyfile FILE           ... and this private key (PEM)
+  --ca-file FILE           require client certificates signed by these CAs (mTLS)
   --preload                import the app once in the master before forking
   --reload                 restart workers when a .py file changes (development)
   --access-log FILE        access log file (default: stderr)
@@ -134,6 +138,9 @@ def _parse_run(args: list[str]) -> argparse.Namespace:
     parser.add_argument("--max-requests", type=int)
     parser.add_argument("--max-requests-jitter", type=int)
     parser.add_argument("--backlog", type=int)
+    parser.add_argument("--certfile")
+    parser.add_argument("--keyfile")
+    parser.add_argument("--ca-file")
     parser.add_argument("--preload", action="store_true")
     parser.add_argument("--reload", action="store_true")
     parser.add_argument("--access-log")
@@ -161,23 +168,84 @@ def run(options: argparse.Namespace) -> int:
     """`socketify run APP`: become the master of pre-forked workers serving APP."""
     configure_logging(options.log_level, options.error_log, options.access_log)
     from socketify.server.worker import AppLoadError, ServeApp, load_app
+    from socketify.tls import TlsError
 
     target: Any
     settings: Any
     try:
+        tls = _tls_options(options)
         if options.preload or options.workers == 0:
             app = load_app(options.app)
-            target, settings = ServeApp(app), app.settings
+            target, settings = ServeApp(app, tls=tls), app.settings
+            tls = tls or app.settings.tls
         else:
             _check_importable(options.app)
-            target, settings = ServeApp(options.app), None
+            target, settings = ServeApp(options.app, tls=tls), _probe_settings(options.app)
+        if tls is not None:
+            tls.build_context()  # fail here, in one line, rather than in every worker
     except (AppLoadError, ModuleNotFoundError) as exc:
         print(f"error: cannot load app {options.app!r}: {exc}", file=sys.stderr)
         return 1
+    except _ProbeFailed as exc:
+        return exc.status
+    except TlsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     binds = options.bind or ["127.0.0.1:8080"]
     if options.workers == 0:
-        return _run_in_process(target.app, binds)
+        return _run_in_process(target.app, binds, target.tls)
     return _run_master(options, target, settings, binds)
+
+
+def _tls_options(options: argparse.Namespace) -> Any:
+    """TlsOptions from --certfile/--keyfile/--ca-file (or the environment), or None."""
+    from socketify.tls import TlsError, TlsOptions
+
+    if options.certfile or options.keyfile:
+        if not (options.certfile and options.keyfile):
+            raise TlsError("--certfile and --keyfile go together")
+        return TlsOptions(
+            cert_file=options.certfile,
+            key_file=options.keyfile,
+            ca_file=options.ca_file,
+            client_auth="required" if options.ca_file else "none",
+        )
+    if options.ca_file:
+        raise TlsError("--ca-file needs --certfile and --keyfile")
+    return TlsOptions.from_env()
+
+
+class _ProbeFailed(Exception):
+    """The app could not be imported; what went wrong is already on stderr."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+def _probe_settings(spec: str) -> SimpleNamespace:
+    """The Server's own options, read by importing APP in a throwaway interpreter."""
+    import json
+    import subprocess
+
+    from socketify.server.worker import PROBE_LOAD_ERROR
+
+    code = "import sys; from socketify.server.worker import probe_app; probe_app(sys.argv[1])"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", code, spec], stdout=subprocess.PIPE, env=env, check=False
+    )
+    if result.returncode == PROBE_LOAD_ERROR:
+        message = json.loads(result.stdout)["error"]
+        print(f"error: cannot load app {spec!r}: {message}", file=sys.stderr)
+        raise _ProbeFailed(1)
+    if result.returncode != 0:
+        print("error: the app failed to import; see the traceback above", file=sys.stderr)
+        raise _ProbeFailed(3)
+    return SimpleNamespace(**json.loads(result.stdout))
 
 
 def _check_importable(spec: str) -> None:
@@ -196,20 +264,18 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
     from workers.master import BootError, Master
     from workers.sockets import BindError, format_address
 
-    def pick(flag: Any, name: str, default: Any) -> Any:
-        if flag is not None:
-            return flag
-        return getattr(settings, name) if settings is not None else default
+    def pick(flag: Any, name: str) -> Any:
+        return flag if flag is not None else getattr(settings, name)
 
     try:
         config = MasterConfig(
             binds=binds,
-            workers=pick(options.workers, "workers", None),
-            timeout=pick(options.timeout, "timeout", 30.0),
-            graceful_timeout=pick(options.graceful_timeout, "graceful_timeout", 30.0),
-            max_requests=pick(options.max_requests, "max_requests", 0),
-            max_requests_jitter=pick(options.max_requests_jitter, "max_requests_jitter", 0),
-            backlog=pick(options.backlog, "backlog", 2048),
+            workers=pick(options.workers, "workers"),
+            timeout=pick(options.timeout, "timeout"),
+            graceful_timeout=pick(options.graceful_timeout, "graceful_timeout"),
+            max_requests=pick(options.max_requests, "max_requests"),
+            max_requests_jitter=pick(options.max_requests_jitter, "max_requests_jitter"),
+            backlog=pick(options.backlog, "backlog"),
             reload=options.reload,
         )
     except (TypeError, ValueError) as exc:
@@ -223,7 +289,8 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
     except BootError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    where = ", ".join(_url(format_address(address)) for address in master.addresses)
+    scheme = "https" if (target.tls or settings.tls) else "http"
+    where = ", ".join(_url(format_address(address), scheme) for address in master.addresses)
     log.info(
         "Socketify %s listening on %s (%d workers, master pid %d)",
         __version__,
@@ -234,22 +301,23 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
     return master.wait()
 
 
-def _run_in_process(app: Any, binds: list[str]) -> int:
+def _run_in_process(app: Any, binds: list[str], tls: Any = None) -> int:
     from socketify.server.launch import InProcessRunner
     from workers.sockets import BindError, format_address
 
     try:
-        runner = InProcessRunner(app, binds)
+        runner = InProcessRunner(app, binds, tls=tls)
     except BindError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    where = ", ".join(_url(format_address(address)) for address in runner.addresses)
+    scheme = "https" if (tls or app.settings.tls) else "http"
+    where = ", ".join(_url(format_address(address), scheme) for address in runner.addresses)
     log.info("Socketify %s listening on %s (in-process, pid %d)", __version__, where, os.getpid())
     return runner.wait()
 
 
-def _url(address: str) -> str:
-    return address if address.startswith("unix:") else f"http://{address}"
+def _url(address: str, scheme: str = "http") -> str:
+    return address if address.startswith("unix:") else f"{scheme}://{address}"
 
 
 # -- run-http --------------------------------------------------------------------------------------

@@ -55,16 +55,12 @@ class TlsOptions:
         cert, key = env.get("SOCKETIFY_CERT_FILE", ""), env.get("SOCKETIFY_KEY_FILE", "")
         return cls(cert_file=cert, key_file=key) if cert and key else None
 
-    def build_context(self, context_class: type[ssl.SSLContext] = ssl.SSLContext) -> ssl.SSLContext:
-        """A server-side SSLContext for these options; raises TlsError with the reason.
-
-        `context_class` lets the server pass the unpatched stdlib class under gevent.
-        """
-        context = self._context(context_class, self.cert_file, self.key_file)
+    def build_context(self) -> ssl.SSLContext:
+        """A server-side SSLContext for these options; raises TlsError with the reason."""
+        context = self._context(self.cert_file, self.key_file)
         if self.sni:
             by_host = {
-                host.lower(): self._context(context_class, cert, key)
-                for host, (cert, key) in self.sni.items()
+                host.lower(): self._context(cert, key) for host, (cert, key) in self.sni.items()
             }
 
             def select(sock: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> None:
@@ -72,13 +68,13 @@ class TlsOptions:
                 if chosen is not None:
                     sock.context = chosen
 
-            context.sni_callback = select  # type: ignore[assignment]
+            context.sni_callback = select
         return context
 
-    def _context(
-        self, context_class: type[ssl.SSLContext], cert_file: str, key_file: str
-    ) -> ssl.SSLContext:
-        context = context_class(ssl.PROTOCOL_TLS_SERVER)
+    def _context(self, cert_file: str, key_file: str) -> ssl.SSLContext:
+        # Looked up at call time: under gevent this is its patched subclass, whose property
+        # setters work (the original's refer to the module name that gevent replaced).
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = _VERSIONS[self.min_version]
         context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE
         for path, what in ((cert_file, "certificate"), (key_file, "key")):

@@ -19,7 +19,7 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
-from gevent import get_hub, sleep
+from gevent import GreenletExit, get_hub, sleep
 
 from socketify.protocol.http11 import (
     CLOSED,
@@ -33,6 +33,7 @@ from socketify.protocol.http11 import (
 )
 from socketify.request import Request
 from socketify.response import Response
+from socketify.server.tls import TlsStream
 
 if TYPE_CHECKING:
     from socketify.server.service import HttpService
@@ -78,12 +79,15 @@ class Connection:
         "deadline",
         "greenlet",
         "parser",
+        "peer_cert",
         "phase",
+        "scheme",
         "service",
         "sock",
     )
 
-    def __init__(self, service: HttpService, sock: socket.socket, addr: str) -> None:
+    def __init__(self, service: HttpService, sock: Any, addr: str) -> None:
+        # `sock` is a C-level `_socket.socket`, or a `TlsStream` with the same recv/send contract.
         self.service = service
         self.sock = sock
         self.addr = addr
@@ -99,6 +103,8 @@ class Connection:
         self.phase = IDLE
         self.deadline: float | None = None
         self.greenlet: Any = None
+        self.scheme = "https" if isinstance(sock, TlsStream) else "http"
+        self.peer_cert: dict[str, Any] | None = None
 
     # -- the request loop -------------------------------------------------------------------
 
@@ -106,6 +112,8 @@ class Connection:
         """Answer requests until the client leaves, an error closes, or the server stops."""
         service = self.service
         try:
+            if self.scheme == "https" and not self._handshake():
+                return
             self._serve_requests()
         except Expired as exc:
             self._expired(exc.phase)
@@ -118,6 +126,24 @@ class Connection:
         finally:
             self.close()
             service.forget(self)
+
+    def _handshake(self) -> bool:
+        """Complete the TLS handshake within idle_timeout; False (close silently) if it fails."""
+        sock = self.sock
+        assert isinstance(sock, TlsStream)
+        self.deadline = _monotonic() + self.service.options.idle_timeout
+        while True:
+            try:
+                step = sock.handshake_step()
+            except (OSError, ValueError):
+                return False  # a failed handshake costs nothing else: no answer, no log noise
+            if step == 0:
+                self.peer_cert = sock.peer_certificate()
+                return True
+            if step == 1:
+                self._wait_readable()
+            else:
+                get_hub().wait(self._write_watcher)
 
     def _serve_requests(self) -> None:
         service = self.service
@@ -158,7 +184,7 @@ class Connection:
         waited = False
         if self.phase == IDLE and parser.buffered:
             self._start_head()  # part of a pipelined request is already here
-        elif not parser.buffered:
+        elif not parser.buffered and not (self.scheme == "https" and self.sock.buffered):
             # PERF: a keep-alive client sends its next request only after reading our answer,
             # so reading now would nearly always be a wasted EAGAIN syscall: wait first.
             self._wait_readable()
@@ -228,7 +254,9 @@ class Connection:
         service = self.service
         opts = service.options
         body = self._read_body(head) if head.has_body else self._skip_end()
-        req = Request(head, body, self.addr, trust_proxy=opts.trust_proxy)
+        req = Request(head, body, self.addr, trust_proxy=opts.trust_proxy, scheme=self.scheme)
+        if self.peer_cert is not None:
+            req.client_cert = self.peer_cert
         res = Response(req)
         self.phase = HANDLER
         self.deadline = _monotonic() + opts.request_timeout if opts.request_timeout else None
@@ -238,6 +266,15 @@ class Connection:
             # request_timeout: the handler was parked on I/O past its deadline.
             log.error("request %s %s exceeded request_timeout", head.method, head.target)
             self._out.append(error_response(503, "Request timed out"))
+            return False
+        except GreenletExit:
+            raise
+        except BaseException:
+            # Server.handle maps every Exception. A BaseException escaping the handler (an
+            # uncaught gevent.Timeout, SystemExit) must not reach the hub: there it would drop
+            # this client without an answer, or end the worker and every connection on it.
+            log.exception("request %s %s failed", head.method, head.target)
+            self._out.append(error_response(500, ""))
             return False
         self.phase = WRITE
         keep_alive = head.keep_alive and not service.stopping
@@ -285,9 +322,9 @@ class Connection:
                         self._send(encode_chunk(chunk) if chunked else chunk)
                     # Waiting for the producer is not a stall; only a blocked send is.
                     self.deadline = None
-            except (PeerGone, ConnectionError):
+            except (PeerGone, ConnectionError, Expired, GreenletExit):
                 raise
-            except Exception:
+            except BaseException:  # gevent.Timeout too: see _answer
                 # Too late for an error status: end the connection without the last chunk,
                 # so the client sees a truncated body rather than a complete-looking one.
                 log.exception("response stream failed")
@@ -315,6 +352,8 @@ class Connection:
             raise PeerGone(exc) from exc
         if sent < len(data):
             self._send_rest(memoryview(data)[sent:])
+        if self.scheme == "https" and self.sock.unsent:
+            self._drain_tls()
 
     def _send_rest(self, view: memoryview) -> None:
         hub = get_hub()
@@ -330,7 +369,17 @@ class Connection:
                 raise PeerGone(exc) from exc
             view = view[sent:]
 
+    def _drain_tls(self) -> None:
+        """Wait until the TLS layer has handed all its ciphertext to the kernel."""
+        hub = get_hub()
+        while not self.sock.flush():
+            self.deadline = _monotonic() + self.service.options.idle_timeout
+            hub.wait(self._write_watcher)
+
     def _send_file(self, path: str, offset: int, length: int) -> None:
+        if self.scheme == "https":
+            self._copy_file(path, offset, length)  # sendfile would bypass the encryption
+            return
         hub = get_hub()
         out_fd = self.sock.fileno()
         idle = self.service.options.idle_timeout
@@ -349,6 +398,16 @@ class Connection:
                     raise PeerGone("file shrank while it was being sent")
                 offset += sent
                 length -= sent
+
+    def _copy_file(self, path: str, offset: int, length: int) -> None:
+        with open(path, "rb") as file:
+            file.seek(offset)
+            while length > 0:
+                chunk = file.read(min(length, 65536))
+                if not chunk:
+                    raise PeerGone("file shrank while it was being sent")
+                self._send(chunk)
+                length -= len(chunk)
 
     # -- errors and closing -------------------------------------------------------------------
 

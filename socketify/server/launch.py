@@ -32,6 +32,8 @@ class MasterRunner:
             max_requests_jitter=opts.max_requests_jitter,
             backlog=opts.backlog,
         )
+        if opts.tls is not None:
+            opts.tls.build_context()  # a bad certificate fails here, not in every worker
         self.master = Master(config, ServeApp(app))
         self.master.start()
 
@@ -52,7 +54,7 @@ class MasterRunner:
 class InProcessRunner:
     """`listen()` with `workers=0`: one process, one gevent hub, no fork."""
 
-    def __init__(self, app: Server, binds: list[str]) -> None:
+    def __init__(self, app: Server, binds: list[str], *, tls: Any = None) -> None:
         from gevent import monkey
 
         monkey.patch_all()
@@ -64,7 +66,9 @@ class InProcessRunner:
 
         self._listeners = Listeners(binds, slots=1, backlog=app.settings.backlog)
         self.addresses = self._listeners.addresses
-        self.service = HttpService(app, self._listeners.sockets_for(0))
+        self.service = HttpService(
+            app, self._listeners.sockets_for(0), tls=tls or app.settings.tls
+        )
         self.service.start()
         self._stopped = gevent.event.Event()
         for signum in (2, 15):  # SIGINT, SIGTERM: graceful, as in the pre-fork master

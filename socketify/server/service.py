@@ -26,10 +26,12 @@ import gevent
 from gevent import get_hub
 
 from socketify.server.connection import IDLE, Connection
+from socketify.server.tls import TlsStream, server_context
 
 if TYPE_CHECKING:
     from socketify.app import Server
     from socketify.options import ServerOptions
+    from socketify.tls import TlsOptions
 
 log = logging.getLogger("socketify.error")
 
@@ -48,6 +50,7 @@ class HttpService:
         listeners: list[socket.socket],
         *,
         on_request: Callable[[], Any] | None = None,
+        tls: TlsOptions | None = None,
     ) -> None:
         self.app = app
         self.options: ServerOptions = app.settings
@@ -62,6 +65,7 @@ class HttpService:
         self._sweeper: Any = None
         self._drained = gevent.event.Event()
         self._drained.set()
+        self._tls_context = server_context(tls) if tls is not None else None
 
     def start(self) -> None:
         """Begin accepting; returns at once (everything runs in greenlets)."""
@@ -104,6 +108,8 @@ class HttpService:
             peer = addr[0]
         else:
             peer = "unix"
+        if self._tls_context is not None:
+            sock = TlsStream(self._tls_context, sock)  # the handshake runs in the greenlet
         conn = Connection(self, sock, peer)
         self.connections.add(conn)
         self._drained.clear()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from socketify.app import Server
+    from socketify.tls import TlsOptions
     from workers.context import WorkerContext
 
 
@@ -43,17 +44,63 @@ def load_app(spec: str) -> Server:
     return app
 
 
-class ServeApp:
-    """The workers' target: `ServeApp(app_or_spec)(ctx)` serves until the master stops us."""
+PROBE_LOAD_ERROR = 4  # exit status of `probe_app` for an APP that names no Server
+_PROBED = (
+    "workers",
+    "timeout",
+    "graceful_timeout",
+    "max_requests",
+    "max_requests_jitter",
+    "backlog",
+)
 
-    def __init__(self, app: Server | str) -> None:
+
+def probe_app(spec: str) -> None:
+    """Entry point run in a throwaway interpreter: print the app's master-side settings.
+
+    The master must not import the app itself (forked workers would inherit the module and
+    a HUP could not load new code), yet it needs the Server's own options (workers,
+    timeouts, backlog). Prints them as JSON; a bad APP exits PROBE_LOAD_ERROR with one line.
+    """
+    import json
+
+    from socketify.tls import TlsError
+
+    module = spec.partition(":")[0]
+    try:
+        app = load_app(spec)
+        if app.settings.tls is not None:
+            app.settings.tls.build_context()
+    except ModuleNotFoundError as exc:
+        if not exc.name or not (module == exc.name or module.startswith(exc.name + ".")):
+            raise  # a module the app imports is missing: the traceback says where
+        print(json.dumps({"error": str(exc)}))
+        raise SystemExit(PROBE_LOAD_ERROR) from None
+    except (AppLoadError, TlsError) as exc:
+        print(json.dumps({"error": str(exc)}))
+        raise SystemExit(PROBE_LOAD_ERROR) from None
+    settings = {name: getattr(app.settings, name) for name in _PROBED}
+    settings["tls"] = app.settings.tls is not None
+    print(json.dumps(settings))
+
+
+class ServeApp:
+    """The workers' target: `ServeApp(app_or_spec)(ctx)` serves until the master stops us.
+
+    `tls` (TlsOptions from the command line) overrides the app's own `tls` setting.
+    """
+
+    def __init__(self, app: Server | str, *, tls: TlsOptions | None = None) -> None:
         self.app = app
+        self.tls = tls
 
     def __call__(self, ctx: WorkerContext) -> None:
         from socketify.server.service import HttpService
 
         app = load_app(self.app) if isinstance(self.app, str) else self.app
-        service = HttpService(app, ctx.sockets, on_request=ctx.request_done)
+        service = HttpService(
+            app, ctx.sockets, on_request=ctx.request_done, tls=self.tls or app.settings.tls
+        )
         service.start()
         ctx.on_stop(service.stop_accepting)
         ctx.ready()

@@ -1,0 +1,1 @@
+"""Apps the integration tests serve with the real `socketify run`."""
