@@ -66,9 +66,7 @@ class InProcessRunner:
 
         self._listeners = Listeners(binds, slots=1, backlog=app.settings.backlog)
         self.addresses = self._listeners.addresses
-        self.service = HttpService(
-            app, self._listeners.sockets_for(0), tls=tls or app.settings.tls
-        )
+        self.service = HttpService(app, self._listeners.sockets_for(0), tls=tls or app.settings.tls)
         self.service.start()
         self._stopped = gevent.event.Event()
         for signum in (2, 15):  # SIGINT, SIGTERM: graceful, as in the pre-fork master
