@@ -1,0 +1,97 @@
+"""`connect(url)`: a Pony `Database` bound to SQLite, PostgreSQL or MySQL through a bounded pool.
+
+Binding opens one connection to learn the server's version, and `generate_mapping` may open
+another; both go back to the pool, and the pool's idle connections are closed before the
+process forks, so a preloading master hands no connection to its workers. Each worker then
+connects lazily, on its first query.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pony.orm
+
+from socketify.db import green
+from socketify.db.pool import BoundedPool, PoolStats
+from socketify.db.providers import provider_class
+from socketify.db.providers.base import POOL_SIZE, POOL_TIMEOUT
+from socketify.db.urls import DatabaseURL, parse_url
+
+__all__ = ["DEFAULT_URL", "MIGRATING_ENV", "Database", "connect"]
+
+DEFAULT_URL = "sqlite:///app.db"
+# Set by `socketify db ...` while it imports the app: the schema is the migrations' business,
+# so `generate_mapping` neither checks nor creates tables then.
+MIGRATING_ENV = "SOCKETIFY_DB_MIGRATING"
+
+
+class Database(pony.orm.Database):
+    """A Pony `Database` (declare entities on `db.Entity`) with a bounded connection pool."""
+
+    url: DatabaseURL
+
+    @property
+    def pool(self) -> BoundedPool:
+        """This database's connection pool (one per process)."""
+        provider = self.provider
+        if provider is None:
+            raise RuntimeError("the database is not bound")
+        pool: BoundedPool = provider.pool
+        return pool
+
+    def pool_stats(self) -> PoolStats:
+        """A snapshot of this process's pool: in use, idle, waiting, peak, timeouts."""
+        return self.pool.stats()
+
+    @property
+    def dialect(self) -> str:
+        """ "sqlite", "postgres" or "mysql"."""
+        return self.url.dialect
+
+    def generate_mapping(
+        self, filename: Any = None, check_tables: bool = True, create_tables: bool = False
+    ) -> Any:
+        """Pony's `generate_mapping`; while `socketify db` runs, tables are left to migrations."""
+        if os.environ.get(MIGRATING_ENV) == "1":
+            check_tables = create_tables = False
+        return super().generate_mapping(
+            filename, check_tables=check_tables, create_tables=create_tables
+        )
+
+    def __repr__(self) -> str:
+        url = getattr(self, "url", None)
+        return f"<socketify.db.Database {url.redacted() if url else 'unbound'}>"
+
+
+def connect(url: str | None = None, *, pool_size: int = 8, pool_timeout: float = 5.0) -> Database:
+    """Bind a new `Database` to `url` (default: $DATABASE_URL, else sqlite:///app.db).
+
+    Each worker process holds at most `pool_size` connections; a request that finds them all
+    busy waits up to `pool_timeout` seconds, then gets a 503.
+    """
+    parsed = parse_url(url or os.environ.get("DATABASE_URL") or DEFAULT_URL)
+    if pool_size < 1:
+        raise ValueError("pool_size must be at least 1")
+    if pool_timeout < 0:
+        raise ValueError("pool_timeout must not be negative")
+    provider = provider_class(parsed.dialect)
+    options: dict[str, Any] = dict(parsed.params)
+    options[POOL_SIZE] = pool_size
+    options[POOL_TIMEOUT] = pool_timeout
+    if parsed.dialect == "sqlite":
+        options.setdefault("filename", ":sharedmemory:" if parsed.memory else None)
+        options["create_db"] = True
+    elif parsed.schema is not None:
+        from socketify.db.providers.postgres import SCHEMA
+
+        options[SCHEMA] = parsed.schema
+    db = Database()
+    db.url = parsed
+    db.bind(provider, **options)
+    # Pony records the name only when bound by name; `@db.on_connect(provider="sqlite")`
+    # hooks match against it.
+    db.provider_name = parsed.dialect
+    green.track(db)
+    return db

@@ -1,0 +1,99 @@
+"""What every pooled provider shares: Pony's connection recipe and the `get_pool` override.
+
+Each provider subclasses Pony's own and overrides `get_pool` (plus the two hot calls into the
+pool): Pony still decides how a connection is opened (SQLite's custom functions and pragmas,
+PostgreSQL's client encoding, MySQL's converters). `PonyRecipe` borrows that step from Pony's
+pool class, calling it on a private scratch object each time: Pony's pool object is
+thread-local, and sharing it between greenlets would let one greenlet's connection overwrite
+another's while a connect is in flight. Between sessions a connection is rolled back.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from socketify.db.pool import BoundedPool
+
+__all__ = ["POOL_SIZE", "POOL_TIMEOUT", "PonyRecipe", "Pooled"]
+
+# Keyword arguments `connect()` passes through Pony's `bind()`; popped before the driver.
+POOL_SIZE = "socketify_pool_size"
+POOL_TIMEOUT = "socketify_pool_timeout"
+
+
+class PonyRecipe:
+    """Opens connections the way Pony's pool class `pony_pool` does; resets and closes them."""
+
+    def __init__(self, pony_pool: Any) -> None:
+        self._cls = type(pony_pool)
+        # The settings Pony's pool was built with; `con` and `pid` are per-connection state.
+        self._config = {k: v for k, v in vars(pony_pool).items() if k not in ("con", "pid")}
+
+    def open(self) -> Any:
+        """A new connection, set up by Pony's `_connect`, then by `prepare`."""
+        scratch = SimpleNamespace(**self._config, con=None, pid=None)
+        self._cls._connect(scratch)
+        self.prepare(scratch.con)
+        return scratch.con
+
+    def prepare(self, con: Any) -> None:
+        """Per-connection set-up after Pony's own; dialect recipes add theirs."""
+
+    def reset(self, con: Any) -> None:
+        """End whatever transaction the session left open, as SQLAlchemy's pools do.
+
+        PERF: not Pony's PostgreSQL `DISCARD ALL`, a second round trip per request that also
+        throws away the server's cached plans. Session-level state made with raw SQL (`SET`,
+        temporary tables, `LISTEN`) therefore stays with the pooled connection: use `SET LOCAL`.
+        """
+        con.rollback()
+
+    def usable(self, con: Any) -> bool:
+        """False for a connection the driver already knows is closed."""
+        return not getattr(con, "closed", False) and getattr(con, "open", True)
+
+    def close(self, con: Any) -> None:
+        """Close the connection."""
+        con.close()
+
+
+class Pooled:
+    """Mixin for a Pony provider: `get_pool` returns a `BoundedPool` around Pony's recipe."""
+
+    def make_recipe(self, pony_pool: Any) -> PonyRecipe:
+        """The recipe for this dialect's connections."""
+        return PonyRecipe(pony_pool)
+
+    def get_pool(self, *args: Any, **kwargs: Any) -> BoundedPool:
+        """Called by Pony's provider constructor with the `bind()` arguments."""
+        size = kwargs.pop(POOL_SIZE, 8)
+        timeout = kwargs.pop(POOL_TIMEOUT, 5.0)
+        pony_pool = super().get_pool(*args, **kwargs)  # type: ignore[misc]
+        return BoundedPool(self.make_recipe(pony_pool), size, timeout)
+
+    # PERF: Pony wraps these two in a generic exception-translating decorator that costs
+    # more than the pool itself; the pool already turns driver errors into its own.
+
+    def connect(self) -> tuple[Any, bool]:
+        """Check a connection out of the pool (once per db_session that queries)."""
+        pool: BoundedPool = self.pool  # type: ignore[attr-defined]
+        con, is_new = pool.connect()
+        if is_new:
+            # Run the `@db.on_connect` hooks here rather than let Pony run them after we
+            # return: a hook that fails there would leave the connection checked out forever.
+            try:
+                self.database.call_on_connect(con)  # type: ignore[attr-defined]
+            except BaseException:
+                pool.drop(con)
+                raise
+        return con, False
+
+    def release(self, connection: Any, cache: Any = None) -> None:
+        """Return a connection at the end of a session; DDL sessions take Pony's path."""
+        session = cache.db_session if cache is not None else None
+        if session is not None and session.ddl:
+            super().release(connection, cache)  # type: ignore[misc]
+        else:
+            pool: BoundedPool = self.pool  # type: ignore[attr-defined]
+            pool.release(connection)

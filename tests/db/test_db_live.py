@@ -1,0 +1,164 @@
+"""The real `socketify run --workers 1` with a database: the pool bound seen from the
+PostgreSQL server under 500 concurrent requests, and per-greenlet sessions (with and without
+--preload)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from db_support import pg_admin
+
+from socketify.testing import LiveServer
+
+APPS = Path(__file__).resolve().parent / "apps"
+
+
+def get(port: int, path: str, timeout: float = 60.0) -> tuple[int, bytes]:
+    con = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        con.request("GET", path)
+        response = con.getresponse()
+        return response.status, response.read()
+    finally:
+        con.close()
+
+
+class DbServer(LiveServer):
+    """LiveServer that returns from start() only once the worker answers (app imported)."""
+
+    def start(self) -> LiveServer:
+        super().start()
+        # The port accepts as soon as it is bound; the worker may still be importing the app.
+        assert get(self.port, "/ping", timeout=30) == (200, b"pong"), self.log()
+        return self
+
+
+def serve(url: str, *args: str, workers: int = 1, **env: str) -> LiveServer:
+    return DbServer(
+        "db_live_app:server", workers=workers, args=args, cwd=str(APPS), env={"DB_URL": url, **env}
+    )
+
+
+def count_connections(admin: Any, app_name: str) -> int:
+    with admin.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (app_name,)
+        )
+        return int(cursor.fetchone()[0])
+
+
+class Sampler(threading.Thread):
+    """Polls `measure()` every 10 ms until stopped; keeps the maximum."""
+
+    def __init__(self, measure: Callable[[], int]) -> None:
+        super().__init__(daemon=True)
+        self.measure = measure
+        self.peak = 0
+        self.samples = 0
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            self.peak = max(self.peak, self.measure())
+            self.samples += 1
+            time.sleep(0.01)
+
+    def stop(self) -> int:
+        self.stopping.set()
+        self.join(5)
+        return self.peak
+
+
+def test_postgres_connections_stay_within_pool_size_under_500_concurrent_requests(
+    pg_url: str,
+) -> None:
+    app_name = pg_url.split("application_name=")[1]
+    admin: Any = pg_admin()
+    cursor = admin.cursor()
+
+    def server_connections() -> int:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (app_name,)
+        )
+        return int(cursor.fetchone()[0])
+
+    with serve(pg_url, POOL_SIZE="8", POOL_TIMEOUT="30") as server:
+        sampler = Sampler(server_connections)
+        sampler.start()
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=500) as clients:
+            statuses = list(clients.map(lambda _: get(server.port, "/hold?ms=50")[0], range(500)))
+        elapsed = time.monotonic() - started
+        peak = sampler.stop()
+        stats = json.loads(get(server.port, "/stats")[1])
+        log = server.log()
+    admin.close()
+    print(
+        f"\n500 concurrent requests, 50 ms of server-side work each, pool_size=8: "
+        f"{elapsed:.2f} s, peak server-side connections {peak} "
+        f"({sampler.samples} samples), worker pool peak {stats['peak']}, opened {stats['opened']}"
+    )
+    assert statuses == [200] * 500, log
+    assert peak <= 8
+    assert stats["peak"] == 8 and stats["opened"] <= 8 and stats["timeouts"] == 0
+    assert stats["in_use"] == 0  # every session gave its connection back
+    assert elapsed >= 500 * 0.05 / 8 * 0.9  # the work really was spread over 8 connections
+
+
+@pytest.mark.parametrize("preload", [False, True])
+def test_concurrent_requests_in_one_worker_do_not_share_a_session(
+    sqlite_url: str, preload: bool
+) -> None:
+    with serve(sqlite_url, *(["--preload"] if preload else [])) as server:
+        results: dict[str, Any] = {}
+
+        def probe(tag: str, pause: str) -> None:
+            results[tag] = json.loads(get(server.port, f"/probe/{tag}?pause={pause}")[1])
+
+        first = threading.Thread(target=probe, args=("a", "0.3"))
+        first.start()
+        time.sleep(0.1)  # b starts while a's session is open and paused
+        probe("b", "0.3")
+        first.join(10)
+        log = server.log()
+    # a's session never saw b's note (b, the second writer, waits for a's commit).
+    assert results["a"] == ["a"], log
+    assert results["b"] == ["a", "b"], log
+
+
+def test_pool_exhaustion_answers_503_on_the_wire(sqlite_url: str) -> None:
+    with serve(sqlite_url, POOL_SIZE="1", POOL_TIMEOUT="0.2") as server:
+        holder = threading.Thread(target=get, args=(server.port, "/hold?ms=800"))
+        holder.start()
+        time.sleep(0.2)
+        status, body = get(server.port, "/users/1")
+        holder.join(10)
+        after = get(server.port, "/users/1")
+    assert status == 503
+    assert json.loads(body)["error"].startswith("all 1 database connections are busy")
+    assert after == (200, b'{"id":1,"name":"Ann"}')
+
+
+def test_a_preloading_master_holds_no_connection_and_workers_connect_lazily(
+    pg_url: str,
+) -> None:
+    """The master imports the app (tables created, a user seeded), then forks two workers."""
+    app_name = pg_url.split("application_name=")[1]
+    admin: Any = pg_admin()
+    with serve(pg_url, "--preload", workers=2, POOL_SIZE="3") as server:
+        before = count_connections(admin, app_name)  # /ping ran, but no query yet
+        with ThreadPoolExecutor(max_workers=20) as clients:
+            statuses = set(clients.map(lambda _: get(server.port, "/hold?ms=20")[0], range(60)))
+        after = count_connections(admin, app_name)
+    admin.close()
+    assert before == 0
+    assert statuses == {200}
+    assert 1 <= after <= 2 * 3
