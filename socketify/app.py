@@ -15,6 +15,10 @@ becomes the error answer: `HTTPError` its status and message, anything else a 50
 traceback is logged (and shown in the body only with `debug=True`). Headers and cookies set
 before the error are kept (SPEC §5.10 lost them).
 
+Compression is server-level, not a middleware (SPEC §1.10.5): after the answer is final —
+error pages included — the `Compressor` resolved once from `settings.compression` may encode
+the body; it returns at once for a request without Accept-Encoding.
+
 Serving (`listen`, `wait`, `stop`, `port`) lives in `socketify.server`, imported only when
 called, so that `import socketify` never imports gevent.
 """
@@ -23,10 +27,12 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from socketify.errors import HTTPError
+from socketify.middleware.compression import resolve as resolve_compression
 from socketify.options import ServerOptions
 from socketify.protocol.http11.status import reason
 from socketify.request import Request
@@ -40,19 +46,48 @@ ErrorHandler = Callable[[Request, Response, Exception], Any]
 error_log = logging.getLogger("socketify.error")
 
 
-class _Next:
-    """The `next` callable handed to a middleware: runs the rest of the chain at most once."""
+class _Chain:
+    """One request's walk along a middleware chain; `next` is `partial(chain.run, i + 1)`.
 
-    __slots__ = ("_called", "_rest")
+    PERF: an object with an index, not a closure that calls itself: a self-referencing
+    closure is a reference cycle, which kept every request's Request and Response (bodies
+    included) alive until the cyclic garbage collector ran, and made it run often. And a
+    C-level `partial` as `next` costs less than a Python callable object.
+    """
 
-    def __init__(self, rest: Callable[[], None]) -> None:
-        self._rest = rest
-        self._called = False
+    __slots__ = ("dispatch", "handlers", "last", "reached", "req", "res", "started")
 
-    def __call__(self) -> None:
-        if not self._called:  # a second call would run the handler twice
-            self._called = True
-            self._rest()
+    def __init__(
+        self,
+        handlers: Sequence[Callable[..., Any]],
+        req: Request,
+        res: Response,
+        dispatch: Callable[[Request, Response], None] | None,
+    ) -> None:
+        self.handlers = handlers
+        self.req = req
+        self.res = res
+        self.dispatch = dispatch  # what runs after the last middleware; None: a handler does
+        self.last = len(handlers) if dispatch is not None else len(handlers) - 1
+        self.reached = False
+        self.started = -1  # the furthest element started
+
+    def run(self, index: int) -> None:
+        """Run element `index` (a middleware, then the dispatch or the route's handler)."""
+        if index <= self.started:
+            return  # a second next() call: the rest of the chain already ran (or runs)
+        self.started = index
+        res = self.res
+        if res.ended:
+            return  # SPEC: once the response is ended, next() does nothing
+        if index == self.last:
+            self.reached = True
+            if self.dispatch is not None:
+                self.dispatch(self.req, res)
+            else:
+                self.handlers[index](self.req, res)
+        else:
+            self.handlers[index](self.req, res, partial(self.run, index + 1))
 
 
 class Server(Registrar):
@@ -65,6 +100,7 @@ class Server(Registrar):
         self._middleware: list[Middleware] = []
         self._error_handler: ErrorHandler | None = None
         self._runner: Any = None
+        self._compress = resolve_compression(self.settings.compression)
 
     # -- registration ---------------------------------------------------------------------
 
@@ -113,25 +149,19 @@ class Server(Registrar):
             self._answer_http_error(res, exc)
         except Exception as exc:
             self._answer_exception(req, res, exc)
+        if self._compress is not None:
+            try:
+                self._compress(req, res)
+            except Exception as exc:  # never let an encoder bug turn a good answer into none
+                error_log.error(
+                    "compression failed for %s %s", req.method, req.raw_target, exc_info=exc
+                )
 
     def _run_global(self, req: Request, res: Response) -> None:
-        chain = self._middleware
-        count = len(chain)
-        reached = False
-
-        def step(index: int) -> None:
-            nonlocal reached
-            if res.ended:
-                return  # SPEC: once the response is ended, next() does nothing
-            if index == count:
-                reached = True
-                self._dispatch(req, res)
-            else:
-                chain[index](req, res, _Next(lambda: step(index + 1)))
-
-        step(0)
+        chain = _Chain(self._middleware, req, res, self._dispatch)
+        chain.run(0)
         if not res.ended:
-            if reached:
+            if chain.reached:
                 res.end()
             else:
                 _not_found(res)
@@ -245,14 +275,4 @@ def _not_found(res: Response) -> None:
 
 
 def _run_route_chain(chain: tuple[Callable[..., Any], ...], req: Request, res: Response) -> None:
-    last = len(chain) - 1
-
-    def step(index: int) -> None:
-        if res.ended:
-            return
-        if index == last:
-            chain[index](req, res)
-        else:
-            chain[index](req, res, _Next(lambda: step(index + 1)))
-
-    step(0)
+    _Chain(chain, req, res, None).run(0)

@@ -99,6 +99,10 @@ def _main(args: list[str]) -> int:
         from socketify.db.cli import main as db_main
 
         return db_main(args[1:])
+    if args[0] == "systemd-unit":
+        from socketify.systemd_unit import main as systemd_unit_main
+
+        return systemd_unit_main(args[1:])
     options = _parse_top(args)
     if options.help:
         print(USAGE, file=sys.stderr, end="")
@@ -168,7 +172,7 @@ def run(options: argparse.Namespace) -> int:
     """`socketify run APP`: become the master of pre-forked workers serving APP."""
     configure_logging(options.log_level, options.error_log, options.access_log)
     from socketify.server.worker import AppLoadError, ServeApp, load_app
-    from socketify.tls import TlsError
+    from socketify.tls import TlsError, TlsOptions
 
     target: Any
     settings: Any
@@ -176,11 +180,16 @@ def run(options: argparse.Namespace) -> int:
         tls = _tls_options(options)
         if options.preload or options.workers == 0:
             app = load_app(options.app)
-            target, settings = ServeApp(app, tls=tls), app.settings
-            tls = tls or app.settings.tls
+            settings = app.settings
         else:
             _check_importable(options.app)
-            target, settings = ServeApp(options.app, tls=tls), _probe_settings(options.app)
+            app, settings = None, _probe_settings(options.app)
+        if tls is None and not settings.tls:
+            # The environment only stands in for an app without TLS of its own: replacing
+            # the app's options would silently drop its SNI certificates or its mTLS.
+            tls = TlsOptions.from_env()
+        target = ServeApp(options.app if app is None else app, tls=tls)
+        tls = tls or (app.settings.tls if app is not None else None)
         if tls is not None:
             tls.build_context()  # fail here, in one line, rather than in every worker
     except (AppLoadError, ModuleNotFoundError) as exc:
@@ -198,7 +207,7 @@ def run(options: argparse.Namespace) -> int:
 
 
 def _tls_options(options: argparse.Namespace) -> Any:
-    """TlsOptions from --certfile/--keyfile/--ca-file (or the environment), or None."""
+    """TlsOptions from --certfile/--keyfile/--ca-file, or None."""
     from socketify.tls import TlsError, TlsOptions
 
     if options.certfile or options.keyfile:
@@ -212,7 +221,7 @@ def _tls_options(options: argparse.Namespace) -> Any:
         )
     if options.ca_file:
         raise TlsError("--ca-file needs --certfile and --keyfile")
-    return TlsOptions.from_env()
+    return None
 
 
 class _ProbeFailed(Exception):
@@ -381,10 +390,12 @@ def configure_logging(level: str, error_log: str | None, access_log: str | None)
     root.handlers[:] = [error_handler]
     root.setLevel(numeric)
     access = logging.getLogger("socketify.access")
+    # PERF: one write(2) per line and no lock (an access line is the message as it is).
+    from socketify.middleware.log_handlers import AccessLogFileHandler, AccessLogHandler
+
     access_handler: logging.Handler = (
-        logging.FileHandler(access_log) if access_log else logging.StreamHandler(sys.stderr)
+        AccessLogFileHandler(access_log) if access_log else AccessLogHandler(sys.stderr)
     )
-    access_handler.setFormatter(logging.Formatter("%(message)s"))
     access.handlers[:] = [access_handler]
     access.propagate = False
     access.setLevel(logging.INFO)

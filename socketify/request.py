@@ -1,23 +1,29 @@
 """`Request`: one parsed HTTP request as handlers see it (SPEC §1.5, DESIGN §4).
 
-Built by the connection from a `RequestHead` and the complete body. Only what every request
-needs is computed up front; the header mapping, query, cookies, decoded path and proxy-aware
-address are parsed on first use and cached (SPEC §5.7 claimed lazy parsing and did not do it).
+Built by the connection from a `RequestHead` and the body: the complete bytes, or an iterable
+of pieces still arriving (a `BodyStream`), which `iter_body()` passes on as they come and `body`
+reads whole on first use. Only what every request needs is computed up front; the header
+mapping, query, cookies, decoded path and proxy-aware address are parsed on first use and
+cached (SPEC §5.7 claimed lazy parsing and did not do it). Form and multipart parsing live in
+`socketify.body`; the methods here only delegate and cache.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
 
 import orjson
 
+from socketify.body_stream import PAYLOAD_TOO_LARGE, BodyStream
 from socketify.cookies import parse_cookie_header
 from socketify.errors import HTTPError
 from socketify.headers import Headers, MultiDict
 from socketify.routing import decode_path
 
 if TYPE_CHECKING:
+    from socketify.body import BodyLimits, UploadedFiles
     from socketify.protocol.http11 import RequestHead
 
 __all__ = ["Request", "parse_query"]
@@ -62,7 +68,9 @@ class Request:
     """An HTTP request: method, path, headers, query, params, cookies and the body."""
 
     __slots__ = (
+        "_body",
         "_cookies",
+        "_form_data",
         "_headers",
         "_locals",
         "_params",
@@ -70,7 +78,8 @@ class Request:
         "_query",
         "_remote_ip",
         "_scheme",
-        "body",
+        "_stream",
+        "client_cert",
         "head",
         "method",
         "remote_addr",
@@ -80,7 +89,7 @@ class Request:
     def __init__(
         self,
         head: RequestHead,
-        body: bytes,
+        body: bytes | Iterable[bytes],
         remote_addr: str,
         *,
         trust_proxy: bool = False,
@@ -88,10 +97,19 @@ class Request:
     ) -> None:
         self.head = head
         self.method = head.method
-        self.body = body
+        if isinstance(body, bytes):
+            self._body: bytes | None = body
+            self._stream: BodyStream | None = None
+        else:
+            self._body = None
+            self._stream = (
+                body if isinstance(body, BodyStream) else BodyStream(body, head.content_length)
+            )
+        self._form_data: tuple[MultiDict, UploadedFiles] | None = None
         self.remote_addr = remote_addr
         self.trust_proxy = trust_proxy
         self._scheme = scheme
+        self.client_cert: dict[str, Any] | None = None  # the verified peer certificate (mTLS)
         self._headers: Headers | None = None
         self._query: MultiDict | None = None
         self._cookies: dict[str, str] | None = None
@@ -247,7 +265,37 @@ class Request:
             store = self._locals = {}
         return store
 
+    @property
+    def session(self) -> Any:
+        """The session loaded by `sessions.middleware()`, or None without it."""
+        return self._locals.get("session") if self._locals is not None else None
+
     # -- body -----------------------------------------------------------------------------
+
+    @property
+    def body(self) -> bytes:
+        """The whole body as bytes (read on first use when it is still streaming)."""
+        body = self._body
+        if body is None:
+            assert self._stream is not None
+            body = self._body = self._stream.read_all()
+        return body
+
+    def iter_body(self) -> Iterator[bytes]:
+        """Yield the body in pieces as they arrive, without holding it all; read it once."""
+        if self._body is not None:
+            if self._body:
+                yield self._body
+            return
+        assert self._stream is not None
+        yield from self._stream
+
+    def limit_body(self, max_bytes: int) -> None:
+        """Answer 413 for a body over `max_bytes`: at once from Content-Length, or as it streams."""
+        if self._stream is not None and self._body is None:
+            self._stream.limit(max_bytes)
+        elif len(self.body) > max_bytes:
+            raise HTTPError(413, PAYLOAD_TOO_LARGE)
 
     @property
     def charset(self) -> str:
@@ -272,6 +320,23 @@ class Request:
             return orjson.loads(self.body)
         except orjson.JSONDecodeError:
             raise HTTPError(400, "Invalid JSON body") from None
+
+    def form(self, limits: BodyLimits | None = None) -> MultiDict:
+        """The urlencoded or multipart form fields (`form["k"]` last value, `getall("k")`)."""
+        return self.multipart(limits)[0]
+
+    def files(self, limits: BodyLimits | None = None) -> UploadedFiles:
+        """The uploaded files of a multipart body: field name -> `UploadedFile`."""
+        return self.multipart(limits)[1]
+
+    def multipart(self, limits: BodyLimits | None = None) -> tuple[MultiDict, UploadedFiles]:
+        """Parse the form body once (streamed, large files to disk); returns (form, files)."""
+        parsed = self._form_data
+        if parsed is None:
+            from socketify.body import parse_form  # lazy: most requests never parse a form
+
+            parsed = self._form_data = parse_form(self, limits)
+        return parsed
 
     def __repr__(self) -> str:
         return f"<Request {self.method} {self.raw_target}>"

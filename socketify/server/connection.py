@@ -17,10 +17,12 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from gevent import GreenletExit, get_hub, sleep
 
+from socketify.errors import HTTPError
 from socketify.protocol.http11 import (
     CLOSED,
     END_OF_MESSAGE,
@@ -48,6 +50,46 @@ CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _monotonic = time.monotonic
 
 IDLE, HEAD, BODY, HANDLER, WRITE, UPGRADED = range(6)
+STREAM_BODY_OVER = 256 * 1024  # larger (or chunked) bodies reach the handler as a stream
+DRAIN_UNREAD_UP_TO = 256 * 1024  # unread body bytes we read and drop to keep the connection
+
+
+class _BodyReader:
+    """Hands the body pieces to the request once; after the handler, drains or gives up."""
+
+    __slots__ = ("_pieces", "done", "error")
+
+    def __init__(self, pieces: Generator[bytes, None, None]) -> None:
+        self._pieces = pieces
+        self.done = False
+        self.error: ParseError | None = None
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._pieces
+        except ParseError as exc:
+            # The handler sees an HTTPError (its chain unwinds as for any error); the
+            # connection then refuses the request itself, with Connection: close.
+            self.error = exc
+            raise HTTPError(exc.status, exc.detail) from None
+        self.done = True
+
+    def finish(self, budget: int) -> bool:
+        """Read what the handler left unread (up to `budget` bytes); False: close instead.
+
+        A framing error found in the body, now or while the handler read it, is raised.
+        """
+        if self.error is not None:
+            raise self.error
+        if self.done:
+            return True
+        for piece in self._pieces:
+            budget -= len(piece)
+            if budget < 0:
+                self._pieces.close()
+                return False
+        self.done = True
+        return True
 
 
 class Expired(BaseException):
@@ -249,11 +291,47 @@ class Connection:
                 pieces.append(event)
         return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
+    def _body_pieces(self, head: RequestHead) -> Generator[bytes, None, None]:
+        """The body as the handler reads it: pieces straight from the socket, never joined.
+
+        100-continue is sent on the first read, so a handler (or body_limit) that refuses the
+        request never makes the client send the body. The BODY deadline covers the reading.
+        """
+        parser = self.parser
+        opts = self.service.options
+        phase, deadline = self.phase, self.deadline
+        self.phase = BODY
+        self.deadline = _monotonic() + opts.body_timeout
+        if head.expect_continue and parser.buffered < (head.content_length or 1):
+            self._flush()
+            self._send(CONTINUE)
+        try:
+            while True:
+                event = parser.next_event()
+                if event is END_OF_MESSAGE:
+                    return
+                if event is NEED_DATA:
+                    self._receive()
+                elif isinstance(event, bytes):
+                    self.phase, self.deadline = phase, deadline  # the handler's turn
+                    yield event
+                    self.phase = BODY
+                    self.deadline = _monotonic() + opts.body_timeout
+        finally:
+            self.phase, self.deadline = phase, deadline
+
     def _answer(self, head: RequestHead) -> bool:
         """Read the body, run the app, queue or write the response; returns keep-alive."""
         service = self.service
         opts = service.options
-        body = self._read_body(head) if head.has_body else self._skip_end()
+        streamed: _BodyReader | None = None
+        body: bytes | _BodyReader
+        if not head.has_body:
+            body = self._skip_end()
+        elif head.content_length is not None and head.content_length <= STREAM_BODY_OVER:
+            body = self._read_body(head)
+        else:
+            body = streamed = _BodyReader(self._body_pieces(head))
         req = Request(head, body, self.addr, trust_proxy=opts.trust_proxy, scheme=self.scheme)
         if self.peer_cert is not None:
             req.client_cert = self.peer_cert
@@ -262,7 +340,9 @@ class Connection:
         self.deadline = _monotonic() + opts.request_timeout if opts.request_timeout else None
         try:
             service.app.handle(req, res)
-        except Expired:
+        except Expired as exc:
+            if exc.phase == BODY:
+                raise  # body_timeout while the handler read the body: 408, like any body
             # request_timeout: the handler was parked on I/O past its deadline.
             log.error("request %s %s exceeded request_timeout", head.method, head.target)
             self._out.append(error_response(503, "Request timed out"))
@@ -278,6 +358,8 @@ class Connection:
             return False
         self.phase = WRITE
         keep_alive = head.keep_alive and not service.stopping
+        if streamed is not None and not streamed.finish(DRAIN_UNREAD_UP_TO):
+            keep_alive = False  # the rest of a refused body is not worth reading: close
         if res.upgrade is not None:
             self._flush()
             self._send(res.head_bytes(keep_alive=False))

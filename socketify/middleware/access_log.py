@@ -1,0 +1,163 @@
+"""Access logging middleware on the stdlib `logging` module (SPEC §1.10.1, DESIGN §4b).
+
+One line per request on the logger `socketify.access`: INFO below 400, WARNING for 4xx, ERROR
+for 5xx. The middleware times `next()` in a try/except, so requests that end in an exception
+are logged too, with the status the server is about to send (500, or the HTTPError's), and a
+chain that stopped without an answer is logged as the 404 the server gives it (SPEC §5.10-11
+logged both as 200). Formats:
+
+- `dev`:    `127.0.0.1 GET /x 200 0.1ms 13B` (plus ` rid=... ua=...` when the logger is at
+  DEBUG);
+- `common`: NCSA Common Log Format, `127.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET /x
+  HTTP/1.1" 200 13` (UTC; `-` for no body), which log analysers read;
+- `json`:   one JSON object per line.
+
+Anything the client controls (path, target, User-Agent, request id) is escaped: control
+characters become `\\xNN`, so a `%0a` in a URL cannot forge a second log line. Bytes are the
+body bytes before compression; `-` when unknown (streams, errors).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from socketify.errors import HTTPError
+from socketify.middleware.log_handlers import LineSink
+from socketify.middleware.proxy import TrustProxy, client_ip_resolver
+
+if TYPE_CHECKING:
+    from socketify.request import Request
+    from socketify.response import Response
+
+__all__ = ["ACCESS_LOGGER", "middleware"]
+
+ACCESS_LOGGER = "socketify.access"
+FORMATS = ("dev", "common", "json")
+_UA_LIMIT = 40
+# Control characters (C0, DEL, C1 and the Unicode line separators) -> \xNN / \uNNNN; the
+# quote too, as it delimits fields in `common`.
+_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+    ord('"'): '\\"',
+}
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+_INFO, _WARNING, _ERROR = logging.INFO, logging.WARNING, logging.ERROR
+
+Next = Callable[[], None]
+
+
+def middleware(
+    format: str = "dev",
+    trust_proxy: TrustProxy = False,
+    logger: logging.Logger | None = None,
+) -> Callable[[Request, Response, Next], None]:
+    """Log every request on `socketify.access` (or `logger`) in `format` dev/common/json."""
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}; got {format!r}")
+    log = logger or logging.getLogger(ACCESS_LOGGER)
+    sink = LineSink(log)
+    address: Callable[[Request], str] = (
+        _remote_ip if trust_proxy is False else client_ip_resolver(trust_proxy)
+    )
+    render = {"dev": _dev, "common": _common, "json": _json}[format]
+    clock = time.perf_counter
+
+    def access_log_middleware(req: Request, res: Response, next: Next) -> None:
+        started = clock()
+        status = 0
+        try:
+            next()
+        except HTTPError as exc:
+            status = exc.status
+            raise
+        except Exception:
+            status = 500
+            raise
+        except BaseException:
+            status = 503  # a request_timeout thrown into the handler; answered 503
+            raise
+        finally:
+            if not status:
+                # Not ended after the chain: the server answers 404 (a global middleware
+                # stopped before routing); dispatch itself always ends the response.
+                status = res.status_code if res.ended else 404
+            level = _INFO if status < 400 else _WARNING if status < 500 else _ERROR
+            if sink.enabled(level):
+                sent = _body_bytes(res) if res.ended and status == res.status_code else None
+                elapsed = (clock() - started) * 1000.0
+                sink.send(level, render(req, address(req), status, elapsed, sent, log))
+
+    return access_log_middleware
+
+
+def _remote_ip(req: Request) -> str:
+    return req.remote_ip
+
+
+def _body_bytes(res: Response) -> int | None:
+    if not res.sends_body:
+        return 0
+    kind = res.kind
+    if kind == "buffered":
+        return len(res.body)
+    if kind == "file":
+        return res.file_length
+    return None if kind == "stream" else 0
+
+
+def _clean(text: str) -> str:
+    return text.translate(_ESCAPES) if not text.isprintable() or '"' in text else text
+
+
+def _dev(
+    req: Request, ip: str, status: int, ms: float, sent: int | None, log: logging.Logger
+) -> str:
+    size = "-" if sent is None else f"{sent}B"
+    line = f"{ip or '-'} {req.method} {_clean(req.path)} {status} {ms:.1f}ms {size}"
+    if log.isEnabledFor(logging.DEBUG):
+        rid = req.header("x-request-id")
+        ua = req.header("user-agent")
+        if len(ua) > _UA_LIMIT:
+            ua = ua[:_UA_LIMIT] + "..."
+        line += f" rid={_clean(rid) or '-'} ua={_clean(ua) or '-'}"
+    return line
+
+
+def _common(
+    req: Request, ip: str, status: int, ms: float, sent: int | None, log: logging.Logger
+) -> str:
+    t = time.gmtime()
+    stamp = (
+        f"{t.tm_mday:02d}/{_MONTHS[t.tm_mon - 1]}/{t.tm_year}:"
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} +0000"
+    )
+    request_line = _clean(f"{req.method} {req.raw_target} {req.http_version}")
+    return f'{ip or "-"} - - [{stamp}] "{request_line}" {status} {sent or "-"}'
+
+
+def _json(
+    req: Request, ip: str, status: int, ms: float, sent: int | None, log: logging.Logger
+) -> str:
+    record: dict[str, Any] = {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "ip": ip,
+        "method": req.method,
+        "path": req.path,
+        "query": req.query_string,
+        "http_version": req.http_version,
+        "status": status,
+        "duration_ms": round(ms, 3),
+        "bytes": sent,
+        "request_id": req.header("x-request-id") or None,
+        "user_agent": req.header("user-agent") or None,
+        "referer": req.header("referer") or None,
+    }
+    # orjson escapes control characters, so the line stays one line.
+    return orjson.dumps(record).decode()

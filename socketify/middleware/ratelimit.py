@@ -1,0 +1,89 @@
+"""Token-bucket rate limiting (SPEC §1.10.4) on a pluggable `Store`.
+
+Theory of operation. Each key (by default the client address) owns a bucket of `capacity`
+tokens that refills at `refill_per_second`; a request takes one token or is answered 429. The
+bucket lives in a `socketify.stores.Store` whose `take()` refills and takes in one atomic
+step, so the same middleware is per-process with the default `MemoryStore` and global when
+given a cross-worker or Redis store (N workers then never allow N times the quota).
+
+Headers, with `standard_headers`: `RateLimit-Limit` and `RateLimit-Remaining` on every
+response; on 429 also `RateLimit-Reset` and `Retry-After` (seconds until a token is back, at
+least 1; 3600 when the bucket never refills). `Retry-After` is sent even without standard
+headers. A key function returning "" or None exempts the request.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from socketify.middleware.proxy import TrustProxy, client_ip_resolver
+from socketify.response import TEXT_PLAIN
+from socketify.stores import MemoryStore, Store
+
+if TYPE_CHECKING:
+    from socketify.request import Request
+    from socketify.response import Response
+
+__all__ = ["middleware"]
+
+Next = Callable[[], None]
+_NEVER_REFILLS = 3600  # Retry-After when refill_per_second is 0 (SPEC)
+
+
+def middleware(
+    capacity: float = 60,
+    refill_per_second: float = 1.0,
+    key: Callable[[Request], str | None] | None = None,
+    store: Store | None = None,
+    *,
+    standard_headers: bool = True,
+    message: str = "Too Many Requests\n",
+    trust_proxy: TrustProxy = False,
+    prefix: str = "ratelimit:",
+) -> Callable[[Request, Response, Next], None]:
+    """Allow `capacity` requests in a burst, refilled at `refill_per_second`, per key.
+
+    `key(req)` defaults to the client address (`trust_proxy` as in `socketify.middleware.
+    proxy`); `store` defaults to a `MemoryStore` private to this middleware; `prefix` keeps
+    several limiters apart in one shared store.
+    """
+    if capacity < 1:
+        raise ValueError("capacity must be at least 1")
+    if refill_per_second < 0:
+        raise ValueError("refill_per_second must be >= 0")
+    key_of = key or _address_key(trust_proxy)
+    buckets: Store = store if store is not None else MemoryStore()
+    limit = str(math.floor(capacity))
+
+    def ratelimit_middleware(req: Request, res: Response, next: Next) -> None:
+        who = key_of(req)
+        if not who:
+            next()  # exempt
+            return
+        allowed, remaining, reset = buckets.take(prefix + who, capacity, refill_per_second)
+        if standard_headers:
+            res.set_header("RateLimit-Limit", limit)
+            res.set_header("RateLimit-Remaining", str(max(0, math.floor(remaining))))
+        if allowed:
+            next()
+            return
+        wait = str(_NEVER_REFILLS if math.isinf(reset) else max(1, math.ceil(reset)))
+        res.set_header("Retry-After", wait)
+        if standard_headers:
+            res.set_header("RateLimit-Reset", wait)
+        res.status(429).send(message, TEXT_PLAIN)
+
+    return ratelimit_middleware
+
+
+def _address_key(trust_proxy: TrustProxy) -> Callable[[Request], str | None]:
+    if trust_proxy is False:
+        return _remote_ip
+    resolve = client_ip_resolver(trust_proxy)
+    return resolve
+
+
+def _remote_ip(req: Request) -> str:
+    return req.remote_ip

@@ -1,0 +1,53 @@
+"""`request_id()`: one id per request, in the request, the response and the access log.
+
+An incoming `X-Request-Id` (a proxy's, or the caller's for tracing) is reused when it is 1-128
+visible ASCII characters; anything else — too long, spaces, control or non-ASCII characters —
+is replaced by a fresh id, so a client cannot inject line breaks or fake fields into logs
+through it (SPEC §5.23). Fresh ids are 16 lowercase hex characters: 64 random bits from the
+`random` module, which CPython reseeds in every forked worker (ids are for correlation, not
+secrets; `os.urandom` would cost a system call per request).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from socketify.request import Request
+    from socketify.response import Response
+
+__all__ = ["request_id"]
+
+_WELL_FORMED = re.compile(r"[\x21-\x7e]{1,128}")
+
+
+def request_id(
+    header: str = "X-Request-Id",
+    *,
+    trust_incoming: bool = True,
+    generate: Callable[[], str] | None = None,
+) -> Callable[[Request, Response, Callable[[], None]], None]:
+    """Middleware: reuse a well-formed incoming id (unless told not to) or make one."""
+    lower = header.lower()
+    make = generate or _random_id
+    fullmatch = _WELL_FORMED.fullmatch
+
+    def request_id_middleware(req: Request, res: Response, next: Callable[[], None]) -> None:
+        rid = req.header(lower) if trust_incoming else ""
+        if not rid or fullmatch(rid) is None:
+            rid = make()
+            req.headers[header] = rid  # SPEC §1.5: downstream code reads it from the request
+        res.set_header(header, rid)
+        next()
+
+    return request_id_middleware
+
+
+def _random_id() -> str:
+    return f"{_bits(64):016x}"
+
+
+_bits = random.getrandbits

@@ -1,0 +1,341 @@
+"""Static files: a middleware serving a directory tree with sendfile (SPEC §1.9, DESIGN §4b).
+
+Theory of operation, per request:
+
+1. **Mount.** The raw path is split on "/" and each segment decoded (so `%2F` stays inside a
+   segment); the request is ours only when its leading segments equal the mount's — `/assets`
+   never serves `/assetsX` (SPEC §5.16). Everything else goes to `next()`, whatever the options.
+2. **Method.** GET and HEAD are served. Others go on with `fallthrough`; without it they get
+   405 (OPTIONS: 204) with `Allow: GET, HEAD` — only under the mount (SPEC §5.17).
+3. **Safety.** A segment that is `.`/`..`, holds "/", "\\" or NUL once decoded, or is hidden
+   (unless `allow_hidden`) is refused. Components are checked with lstat from the (real) root
+   down; if a symlink is met, the real path must still be inside the root. A refusal is a miss.
+4. **Directories** redirect (301) to the URL with a trailing slash, then serve the first index
+   file, or a listing when enabled; otherwise a miss.
+5. **Files**: Content-Type by extension, strong ETag, Last-Modified, Cache-Control,
+   Accept-Ranges; preconditions (304/412), If-Range and one byte range (206/416) as in
+   `conditional`; a precompressed `name.br`/`name.gz` sibling when the client accepts it
+   (with `Vary: Accept-Encoding`); the body goes out with sendfile.
+
+A miss is `next()` with `fallthrough` (the default), or 404 `Not Found` without it.
+`spa()` adds the single-page-app rule: a navigation that nothing else answered gets the index.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from socketify.middleware.conditional import (
+    UNSATISFIABLE,
+    etag_for,
+    if_range_allows,
+    last_modified_text,
+    parse_range,
+    preconditions,
+)
+from socketify.middleware.listing import render_listing
+from socketify.middleware.negotiation import add_vary, choose_encoding
+from socketify.mime import guess_type
+from socketify.response import TEXT_PLAIN
+from socketify.routing import split_path
+
+if TYPE_CHECKING:
+    from socketify.request import Request
+    from socketify.response import Response
+
+__all__ = ["serve", "spa"]
+
+Next = Callable[[], None]
+Middleware = Callable[["Request", "Response", Next], None]
+_ALLOW = "GET, HEAD"
+_SIBLINGS = (("br", ".br"), ("gzip", ".gz"))  # server preference: br is smaller
+
+
+class _Options:
+    """The resolved settings of one `serve()` middleware."""
+
+    __slots__ = (
+        "allow_hidden",
+        "auto_index",
+        "cache_control",
+        "etag",
+        "fallthrough",
+        "index_names",
+        "last_modified",
+        "listing",
+        "mount",
+        "precompressed",
+        "real_root",
+    )
+
+    def __init__(self, root: str, mount: str, **options: Any) -> None:
+        self.real_root = os.path.realpath(root)
+        if not os.path.isdir(self.real_root):
+            raise ValueError(f"static root is not a directory: {root}")
+        self.mount = split_path("/" + mount.strip("/"))
+        self.fallthrough: bool = options["fallthrough"]
+        self.auto_index: bool = options["auto_index"]
+        self.index_names = tuple(options["index_names"])
+        self.listing: bool = options["directory_listing"]
+        self.allow_hidden: bool = options["allow_hidden"]
+        self.etag: bool = options["etag"]
+        self.last_modified: bool = options["last_modified"]
+        self.precompressed: bool = options["precompressed"]
+        max_age: int = options["cache_max_age"]
+        self.cache_control = ""
+        if max_age > 0:
+            self.cache_control = f"public, max-age={int(max_age)}"
+            if options["immutable"]:
+                self.cache_control += ", immutable"
+
+
+def serve(
+    root: str | os.PathLike[str],
+    mount: str = "/",
+    *,
+    fallthrough: bool = True,
+    auto_index: bool = True,
+    index_names: Sequence[str] = ("index.html", "index.htm"),
+    directory_listing: bool = False,
+    allow_hidden: bool = False,
+    etag: bool = True,
+    last_modified: bool = True,
+    cache_max_age: int = 0,
+    immutable: bool = False,
+    precompressed: bool = True,
+) -> Middleware:
+    """Serve the files under `root` at URL prefix `mount` (see the module doc)."""
+    opts = _Options(
+        os.fspath(root), mount, fallthrough=fallthrough, auto_index=auto_index,
+        index_names=index_names, directory_listing=directory_listing,
+        allow_hidden=allow_hidden, etag=etag, last_modified=last_modified,
+        cache_max_age=cache_max_age, immutable=immutable, precompressed=precompressed,
+    )  # fmt: skip
+
+    def static_files_middleware(req: Request, res: Response, next: Next) -> None:
+        segments = _below_mount(req, opts.mount)
+        if segments is None:
+            next()
+        elif req.method != "GET" and req.method != "HEAD":
+            if fallthrough:
+                next()
+            else:
+                res.set_header("Allow", _ALLOW if req.method != "OPTIONS" else _ALLOW + ", OPTIONS")
+                if req.method == "OPTIONS":
+                    res.send_status(204)
+                else:
+                    res.status(405).send("Method Not Allowed\n", TEXT_PLAIN)
+        elif not _serve_path(req, res, segments, opts):
+            if fallthrough:
+                next()
+            else:
+                res.status(404).send("Not Found\n", TEXT_PLAIN)
+
+    return static_files_middleware
+
+
+def spa(
+    root: str | os.PathLike[str],
+    index: str = "index.html",
+    mount: str = "/",
+    **options: Any,
+) -> Middleware:
+    """Static files plus history-API fallback: unanswered page navigations get `index`.
+
+    A navigation is a GET or HEAD that accepts text/html and whose last path segment has no
+    extension (`/app/settings`, not `/app/logo.png` or an API call made with fetch()). Routes
+    still win: the index is only served when the request would otherwise end in 404.
+    """
+    options.setdefault("index_names", (index,))
+    static = serve(root, mount, fallthrough=True, **options)
+    opts = _Options(os.fspath(root), mount, fallthrough=True, auto_index=True,
+                    index_names=(index,), directory_listing=False, allow_hidden=False,
+                    etag=True, last_modified=True, cache_max_age=0, immutable=False,
+                    precompressed=options.get("precompressed", True))  # fmt: skip
+    index_path = os.path.join(opts.real_root, index)
+    if not os.path.isfile(index_path):
+        raise ValueError(f"SPA index not found: {index_path}")
+
+    def spa_middleware(req: Request, res: Response, next: Next) -> None:
+        def after_static_miss() -> None:
+            next()
+            if res.status_code == 404 and _is_navigation(req, opts.mount):
+                res.reset_for_error()
+                # The index names every asset of the build: always revalidate it.
+                res.set_header("Cache-Control", "no-cache")
+                _serve_file(req, res, index_path, os.stat(index_path), opts, False)
+
+        static(req, res, after_static_miss)
+
+    return spa_middleware
+
+
+# -- request path ---------------------------------------------------------------------------
+
+
+def _below_mount(req: Request, mount: list[str]) -> list[str] | None:
+    """The decoded segments after the mount, or None when the path is outside it."""
+    segments = split_path(req.raw_path)
+    count = len(mount)
+    if count and segments[:count] != mount:
+        return None
+    return segments[count:] if count else segments
+
+
+def _safe(segments: list[str], allow_hidden: bool) -> bool:
+    for segment in segments:
+        if segment in (".", "..") or "/" in segment or "\\" in segment or "\x00" in segment:
+            return False
+        if segment[0] == "." and not allow_hidden:
+            return False
+    return True
+
+
+def _locate(real_root: str, segments: list[str]) -> tuple[str, os.stat_result] | None:
+    """(path, stat) of the target inside the root, or None if missing or escaping it."""
+    path = real_root
+    info: os.stat_result | None = None
+    try:
+        for segment in segments:
+            path = f"{path}/{segment}"
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                # Rare: settle it with the real path, which must stay inside the root.
+                real = os.path.realpath(os.path.join(real_root, *segments))
+                if real != real_root and not real.startswith(real_root + os.sep):
+                    return None
+                return real, os.stat(real)
+        return path, info if info is not None else os.stat(real_root)
+    except (OSError, ValueError):
+        return None
+
+
+def _serve_path(req: Request, res: Response, segments: list[str], opts: _Options) -> bool:
+    if not _safe(segments, opts.allow_hidden):
+        return False
+    found = _locate(opts.real_root, segments)
+    if found is None:
+        return False
+    path, info = found
+    if stat.S_ISREG(info.st_mode):
+        if req.raw_path.endswith("/"):
+            return False  # "/file.txt/" names a directory that does not exist
+        return _serve_file(req, res, path, info, opts, opts.precompressed)
+    if stat.S_ISDIR(info.st_mode):
+        return _serve_directory(req, res, path, segments, opts)
+    return False  # sockets, FIFOs, devices
+
+
+def _serve_directory(
+    req: Request, res: Response, directory: str, segments: list[str], opts: _Options
+) -> bool:
+    index: tuple[str, os.stat_result] | None = None
+    if opts.auto_index:
+        for name in opts.index_names:
+            candidate = os.path.join(directory, name)
+            try:
+                index_info = os.stat(candidate)
+            except OSError:
+                continue
+            if stat.S_ISREG(index_info.st_mode):
+                index = candidate, index_info
+                break
+    if index is None and not opts.listing:
+        return False
+    if not req.raw_path.endswith("/"):
+        # Relative links in the page only resolve from the slash URL. Built from the
+        # segments so that "//evil.example/" can never become a protocol-relative Location.
+        raw_segments = [s for s in req.raw_path.split("/") if s]
+        query = f"?{req.query_string}" if req.query_string else ""
+        res.redirect("/" + "/".join(raw_segments) + "/" + query, 301)
+        return True
+    if index is not None:
+        return _serve_file(req, res, index[0], index[1], opts, opts.precompressed)
+    page = render_listing(
+        directory, req.path, opts.real_root,
+        allow_hidden=opts.allow_hidden, at_mount_root=len(segments) == 0,
+    )  # fmt: skip
+    if opts.cache_control:
+        res.set_header("Cache-Control", opts.cache_control)
+    res.set_header("Content-Type", "text/html; charset=utf-8")
+    res.send(page)
+    return True
+
+
+def _serve_file(
+    req: Request,
+    res: Response,
+    path: str,
+    info: os.stat_result,
+    opts: _Options,
+    precompressed: bool,
+) -> bool:
+    content_type = guess_type(path)
+    if precompressed:
+        accept = req.header("accept-encoding")
+        if accept:
+            path, info = _precompressed(res, path, info, accept)
+    size = info.st_size
+    mtime = int(info.st_mtime)
+    etag = etag_for(size, info.st_mtime_ns) if opts.etag else None
+    if etag is not None:
+        res.set_header("ETag", etag)
+    if opts.last_modified:
+        res.set_header("Last-Modified", last_modified_text(mtime))
+    if opts.cache_control:
+        res.set_header("Cache-Control", opts.cache_control)
+    validator_mtime = mtime if opts.last_modified else None
+    decided = preconditions(req, etag, validator_mtime)
+    if decided is not None:
+        res.status(decided)
+        if decided == 304:
+            return res.send(b"")
+        return res.send("Precondition Failed\n", TEXT_PLAIN)
+    res.set_header("Content-Type", content_type)
+    res.set_header("Accept-Ranges", "bytes")
+    range_header = req.header("range")
+    if range_header and if_range_allows(req, etag, validator_mtime):
+        wanted = parse_range(range_header, size)
+        if wanted is UNSATISFIABLE:
+            res.remove_header("Content-Encoding")
+            res.set_header("Content-Range", f"bytes */{size}")
+            return res.status(416).send(b"")
+        if isinstance(wanted, tuple):
+            first, last = wanted
+            res.status(206).set_header("Content-Range", f"bytes {first}-{last}/{size}")
+            return res.send_file(path, offset=first, length=last - first + 1)
+    return res.send_file(path, length=size)
+
+
+def _precompressed(
+    res: Response, path: str, info: os.stat_result, accept: str
+) -> tuple[str, os.stat_result]:
+    """A `.br`/`.gz` sibling the client accepts, with Content-Encoding set; else the file."""
+    available: dict[str, tuple[str, os.stat_result]] = {}
+    for coding, suffix in _SIBLINGS:
+        try:
+            sibling = os.stat(path + suffix)
+        except OSError:
+            continue
+        if stat.S_ISREG(sibling.st_mode):
+            available[coding] = (path + suffix, sibling)
+    if not available:
+        return path, info
+    add_vary(res, "Accept-Encoding")
+    chosen = choose_encoding(accept, tuple(available))
+    if chosen is None:
+        return path, info
+    res.set_header("Content-Encoding", chosen)
+    return available[chosen]
+
+
+def _is_navigation(req: Request, mount: list[str]) -> bool:
+    if req.method not in ("GET", "HEAD") or "text/html" not in req.header("accept"):
+        return False
+    segments = _below_mount(req, mount)
+    if segments is None:
+        return False
+    return not segments or "." not in segments[-1]

@@ -1,0 +1,41 @@
+"""The public import paths of DESIGN §4, and the `socketify.logging` name clash."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_top_level_modules_import_from_socketify() -> None:
+    from socketify import cors, logging, ratelimit, static_files
+    from socketify.middleware import CompressionOptions, body_limit, request_id
+
+    assert callable(cors.middleware) and callable(ratelimit.middleware)
+    assert callable(logging.middleware) and callable(static_files.serve)
+    assert callable(static_files.spa) and callable(request_id) and callable(body_limit)
+    assert CompressionOptions().min_size == 256
+
+
+def test_socketify_logging_does_not_shadow_the_stdlib() -> None:
+    # A fresh interpreter: import order matters, so nothing may be cached from this one.
+    code = (
+        "import socketify.logging, socketify.app, socketify.middleware.access_log as a\n"
+        "import logging, sys\n"
+        "assert sys.modules['logging'] is logging and hasattr(logging, 'getLogger')\n"
+        "assert socketify.app.logging is logging and a.logging is logging\n"
+        "from socketify import logging as ours\n"
+        "assert ours is not logging and ours.middleware\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_importing_socketify_does_not_import_gevent_or_multipart() -> None:
+    code = (
+        "import sys, socketify, socketify.static_files, socketify.cors, socketify.ratelimit\n"
+        "import socketify.logging\n"
+        "print(sorted(m for m in ('gevent', 'python_multipart') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr

@@ -1,0 +1,194 @@
+"""request_id() (SPEC §1.10.2 + §5.23) and the CORS middleware (SPEC §1.10.3)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from socketify import Server, cors
+from socketify.middleware import request_id
+from socketify.testing import TestClient, TestResponse
+
+
+def app(*middleware: object) -> TestClient:
+    server = Server()
+    for mw in middleware:
+        server.use(mw)  # type: ignore[arg-type]
+
+    @server.get("/rid")
+    def rid(req, res):  # type: ignore[no-untyped-def]
+        res.json({"header": req.header("X-Request-Id")})
+
+    @server.any("/thing")
+    def thing(req, res):  # type: ignore[no-untyped-def]
+        res.send(f"{req.method} thing")
+
+    return TestClient(server)
+
+
+# -- request_id -----------------------------------------------------------------------------
+
+
+def test_request_id_is_generated_16_hex_and_visible_everywhere() -> None:
+    r = app(request_id()).get("/rid")
+    rid = r.headers["X-Request-Id"]
+    assert re.fullmatch(r"[0-9a-f]{16}", rid)
+    assert r.json() == {"header": rid}
+
+
+def test_request_ids_differ() -> None:
+    client = app(request_id())
+    assert client.get("/rid").headers["X-Request-Id"] != client.get("/rid").headers["X-Request-Id"]
+
+
+def test_well_formed_incoming_id_is_reused() -> None:
+    r = app(request_id()).get("/rid", headers={"X-Request-Id": "trace-42/abc:1"})
+    assert r.headers["X-Request-Id"] == "trace-42/abc:1"
+    assert r.json()["header"] == "trace-42/abc:1"
+
+
+@pytest.mark.parametrize("bad", ["a b", "x" * 129, "caf\u00e9", "tab\there", '"quoted" <x>'[:0]])
+def test_malformed_incoming_id_is_replaced(bad: str) -> None:
+    headers = {"X-Request-Id": bad} if bad else {}
+    r = app(request_id()).get("/rid", headers=headers)
+    rid = r.headers["X-Request-Id"]
+    assert re.fullmatch(r"[0-9a-f]{16}", rid)
+    assert r.json()["header"] == rid
+
+
+def test_incoming_id_can_be_ignored_and_header_renamed() -> None:
+    r = app(request_id("X-Trace", trust_incoming=False, generate=lambda: "fixed")).get(
+        "/rid", headers={"X-Trace": "theirs"}
+    )
+    assert r.headers["X-Trace"] == "fixed"
+
+
+# -- CORS -----------------------------------------------------------------------------------
+
+ORIGIN = "https://app.example"
+
+
+def test_no_origin_means_no_cors_headers() -> None:
+    r = app(cors.middleware()).get("/thing")
+    assert not [h for h in r.headers if h.lower().startswith("access-control")]
+    assert "Vary" not in r.headers
+
+
+def test_wildcard_without_credentials() -> None:
+    r = app(cors.middleware()).get("/thing", headers={"Origin": ORIGIN})
+    assert r.headers["Access-Control-Allow-Origin"] == "*"
+    assert "Vary" not in r.headers and "Access-Control-Allow-Credentials" not in r.headers
+
+
+def test_wildcard_with_credentials_allows_nothing() -> None:
+    r = app(cors.middleware(allow_credentials=True)).get("/thing", headers={"Origin": ORIGIN})
+    assert "Access-Control-Allow-Origin" not in r.headers
+
+
+def test_configured_origin_matches_case_insensitively_with_vary() -> None:
+    client = app(cors.middleware(allow_origin=ORIGIN, allow_credentials=True))
+    r = client.get("/thing", headers={"Origin": "HTTPS://APP.EXAMPLE"})
+    assert r.headers["Access-Control-Allow-Origin"] == ORIGIN
+    assert r.headers["Access-Control-Allow-Credentials"] == "true"
+    assert r.headers["Vary"] == "Origin"
+    denied = client.get("/thing", headers={"Origin": "https://evil.example"})
+    assert "Access-Control-Allow-Origin" not in denied.headers
+    assert denied.headers["Vary"] == "Origin"  # the answer depends on Origin either way
+    assert client.get("/thing").headers["Vary"] == "Origin"  # even without one (caches)
+
+
+def test_origin_list_and_callable() -> None:
+    listed = app(cors.middleware(allow_origin=[ORIGIN, "https://b.example"]))
+    r = listed.get("/thing", headers={"Origin": "https://b.example"})
+    assert r.headers["Access-Control-Allow-Origin"] == "https://b.example"
+    judged = app(cors.middleware(allow_origin=lambda o: o.endswith(".example")))
+    r = judged.get("/thing", headers={"Origin": "https://c.example"})
+    assert r.headers["Access-Control-Allow-Origin"] == "https://c.example"
+    r = judged.get("/thing", headers={"Origin": "https://c.evil"})
+    assert "Access-Control-Allow-Origin" not in r.headers
+
+
+def test_reflect_origin() -> None:
+    r = app(cors.middleware(reflect_origin=True)).get("/thing", headers={"Origin": ORIGIN})
+    assert r.headers["Access-Control-Allow-Origin"] == ORIGIN and r.headers["Vary"] == "Origin"
+
+
+def test_vary_is_appended_not_replaced() -> None:
+    def vary_first(req, res, next):  # type: ignore[no-untyped-def]
+        res.set_header("Vary", "Accept-Language")
+        next()
+
+    r = app(vary_first, cors.middleware(allow_origin=ORIGIN)).get(
+        "/thing", headers={"Origin": ORIGIN}
+    )
+    assert r.headers["Vary"] == "Accept-Language, Origin"
+
+
+def test_expose_headers_on_simple_requests() -> None:
+    client = app(cors.middleware(expose_headers=["X-Total", "X-Page"]))
+    r = client.get("/thing", headers={"Origin": ORIGIN})
+    assert r.headers["Access-Control-Expose-Headers"] == "X-Total,X-Page"
+
+
+def preflight(client: TestClient, **extra: str) -> TestResponse:
+    headers = {"Origin": ORIGIN, "Access-Control-Request-Method": "PUT", **extra}
+    return client.options("/thing", headers=headers)
+
+
+def test_preflight_defaults() -> None:
+    r = preflight(app(cors.middleware()), **{"Access-Control-Request-Headers": "X-A, X-B"})
+    assert r.status == 204 and r.body == b""
+    h = r.headers
+    assert h["Access-Control-Allow-Origin"] == "*"
+    assert h["Access-Control-Allow-Methods"] == "GET,POST,PUT,PATCH,DELETE,OPTIONS,HEAD"
+    assert h["Access-Control-Allow-Headers"] == "X-A, X-B"
+    assert "Access-Control-Request-Headers" in h["Vary"]
+    assert h["Access-Control-Max-Age"] == "600"
+
+
+def test_preflight_with_configured_values_and_no_max_age() -> None:
+    client = app(
+        cors.middleware(allow_methods="GET, PUT", allow_headers="Content-Type", max_age_seconds=0)
+    )
+    h = preflight(client).headers
+    assert h["Access-Control-Allow-Methods"] == "GET,PUT"
+    assert h["Access-Control-Allow-Headers"] == "Content-Type"
+    assert "Access-Control-Max-Age" not in h
+
+
+def test_preflight_echoes_the_method_when_methods_are_empty() -> None:
+    h = preflight(app(cors.middleware(allow_methods=""))).headers
+    assert h["Access-Control-Allow-Methods"] == "PUT"
+
+
+def test_preflight_private_network() -> None:
+    client = app(cors.middleware(allow_private_network=True))
+    h = preflight(client, **{"Access-Control-Request-Private-Network": "true"}).headers
+    assert h["Access-Control-Allow-Private-Network"] == "true"
+    assert "Access-Control-Allow-Private-Network" not in preflight(client).headers
+
+
+def test_preflight_from_a_disallowed_origin_gets_204_without_allow_origin() -> None:
+    client = app(cors.middleware(allow_origin="https://other.example"))
+    r = preflight(client)
+    assert r.status == 204
+    assert "Access-Control-Allow-Origin" not in r.headers
+
+
+def test_preflight_continue_reaches_the_handler() -> None:
+    r = preflight(app(cors.middleware(preflight_continue=True)))
+    assert r.status == 200 and r.body == b"OPTIONS thing"
+    assert r.headers["Access-Control-Allow-Methods"]
+
+
+def test_preflight_is_answered_even_without_a_route() -> None:
+    r = app(cors.middleware()).options(
+        "/no-route", headers={"Origin": ORIGIN, "Access-Control-Request-Method": "GET"}
+    )
+    assert r.status == 204 and r.headers["Access-Control-Allow-Origin"] == "*"
+
+
+def test_plain_options_is_not_a_preflight() -> None:
+    r = app(cors.middleware()).options("/thing", headers={"Origin": ORIGIN})
+    assert r.body == b"OPTIONS thing"
