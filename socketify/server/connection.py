@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import errno
 import logging
-import os
 import socket
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from gevent import GreenletExit, get_hub, sleep
 
-from socketify.errors import HTTPError
 from socketify.protocol.http11 import (
     CLOSED,
     END_OF_MESSAGE,
@@ -35,6 +33,9 @@ from socketify.protocol.http11 import (
 )
 from socketify.request import Request
 from socketify.response import Response
+from socketify.server.errors import Expired, PeerGone
+from socketify.server.file_sender import send_file
+from socketify.server.request_body import BodyReader
 from socketify.server.tls import TlsStream
 
 if TYPE_CHECKING:
@@ -54,59 +55,6 @@ STREAM_BODY_OVER = 256 * 1024  # larger (or chunked) bodies reach the handler as
 DRAIN_UNREAD_UP_TO = 256 * 1024  # unread body bytes we read and drop to keep the connection
 
 
-class _BodyReader:
-    """Hands the body pieces to the request once; after the handler, drains or gives up."""
-
-    __slots__ = ("_pieces", "done", "error")
-
-    def __init__(self, pieces: Generator[bytes, None, None]) -> None:
-        self._pieces = pieces
-        self.done = False
-        self.error: ParseError | None = None
-
-    def __iter__(self) -> Iterator[bytes]:
-        try:
-            yield from self._pieces
-        except ParseError as exc:
-            # The handler sees an HTTPError (its chain unwinds as for any error); the
-            # connection then refuses the request itself, with Connection: close.
-            self.error = exc
-            raise HTTPError(exc.status, exc.detail) from None
-        self.done = True
-
-    def finish(self, budget: int) -> bool:
-        """Read what the handler left unread (up to `budget` bytes); False: close instead.
-
-        A framing error found in the body, now or while the handler read it, is raised.
-        """
-        if self.error is not None:
-            raise self.error
-        if self.done:
-            return True
-        for piece in self._pieces:
-            budget -= len(piece)
-            if budget < 0:
-                self._pieces.close()
-                return False
-        self.done = True
-        return True
-
-
-class Expired(BaseException):
-    """Thrown into a connection greenlet whose phase deadline passed.
-
-    A BaseException, like gevent.Timeout, so a handler's `except Exception` cannot swallow it.
-    """
-
-    def __init__(self, phase: int) -> None:
-        super().__init__(phase)
-        self.phase = phase
-
-
-class PeerGone(Exception):
-    """The client closed or reset the connection while we were writing."""
-
-
 class Connection:
     """Serves one accepted socket until it closes."""
 
@@ -116,7 +64,6 @@ class Connection:
         "_read_watcher",
         "_reading",
         "_waiting",
-        "_write_watcher",
         "addr",
         "deadline",
         "greenlet",
@@ -126,6 +73,7 @@ class Connection:
         "scheme",
         "service",
         "sock",
+        "write_watcher",
     )
 
     def __init__(self, service: HttpService, sock: Any, addr: str) -> None:
@@ -138,7 +86,7 @@ class Connection:
         self._hub = hub = get_hub()
         fd = sock.fileno()
         self._read_watcher = hub.loop.io(fd, 1)
-        self._write_watcher = hub.loop.io(fd, 2)
+        self.write_watcher = hub.loop.io(fd, 2)
         self._reading = False  # the read watcher is started
         self._waiting = False  # the greenlet is parked until the socket is readable
         self._out: list[bytes] = []
@@ -185,7 +133,7 @@ class Connection:
             if step == 1:
                 self._wait_readable()
             else:
-                get_hub().wait(self._write_watcher)
+                get_hub().wait(self.write_watcher)
 
     def _serve_requests(self) -> None:
         service = self.service
@@ -273,13 +221,9 @@ class Connection:
             self._read_watcher.stop()
 
     def _read_body(self, head: RequestHead) -> bytes:
+        """The whole body, read under one body deadline (a whole phase, not per piece)."""
         parser = self.parser
-        opts = self.service.options
-        self.phase = BODY
-        self.deadline = _monotonic() + opts.body_timeout
-        if head.expect_continue and parser.buffered < (head.content_length or 1):
-            self._flush()
-            self._send(CONTINUE)
+        self._start_body(head)
         pieces: list[bytes] = []
         while True:
             event = parser.next_event()
@@ -291,6 +235,13 @@ class Connection:
                 pieces.append(event)
         return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
+    def _start_body(self, head: RequestHead) -> None:
+        self.phase = BODY
+        self.deadline = _monotonic() + self.service.options.body_timeout
+        if head.expect_continue and self.parser.buffered < (head.content_length or 1):
+            self._flush()
+            self._send(CONTINUE)
+
     def _body_pieces(self, head: RequestHead) -> Generator[bytes, None, None]:
         """The body as the handler reads it: pieces straight from the socket, never joined.
 
@@ -300,11 +251,7 @@ class Connection:
         parser = self.parser
         opts = self.service.options
         phase, deadline = self.phase, self.deadline
-        self.phase = BODY
-        self.deadline = _monotonic() + opts.body_timeout
-        if head.expect_continue and parser.buffered < (head.content_length or 1):
-            self._flush()
-            self._send(CONTINUE)
+        self._start_body(head)
         try:
             while True:
                 event = parser.next_event()
@@ -324,14 +271,14 @@ class Connection:
         """Read the body, run the app, queue or write the response; returns keep-alive."""
         service = self.service
         opts = service.options
-        streamed: _BodyReader | None = None
-        body: bytes | _BodyReader
+        streamed: BodyReader | None = None
+        body: bytes | BodyReader
         if not head.has_body:
             body = self._skip_end()
         elif head.content_length is not None and head.content_length <= STREAM_BODY_OVER:
             body = self._read_body(head)
         else:
-            body = streamed = _BodyReader(self._body_pieces(head))
+            body = streamed = BodyReader(self._body_pieces(head))
         req = Request(head, body, self.addr, trust_proxy=opts.trust_proxy, scheme=self.scheme)
         if self.peer_cert is not None:
             req.client_cert = self.peer_cert
@@ -395,7 +342,7 @@ class Connection:
         if res.head_only or res.status_code in (204, 304):
             return keep_alive and not res.close_connection
         if res.file_path is not None:
-            self._send_file(res.file_path, res.file_offset, res.file_length)
+            send_file(self, res.file_path, res.file_offset, res.file_length)
         else:
             chunked = res.chunked
             try:
@@ -442,7 +389,7 @@ class Connection:
         idle = self.service.options.idle_timeout
         while view:
             self.deadline = _monotonic() + idle  # a stalled reader, not a slow one, expires
-            hub.wait(self._write_watcher)
+            hub.wait(self.write_watcher)
             try:
                 sent = self.sock.send(view)
             except BlockingIOError:
@@ -456,40 +403,7 @@ class Connection:
         hub = get_hub()
         while not self.sock.flush():
             self.deadline = _monotonic() + self.service.options.idle_timeout
-            hub.wait(self._write_watcher)
-
-    def _send_file(self, path: str, offset: int, length: int) -> None:
-        if self.scheme == "https":
-            self._copy_file(path, offset, length)  # sendfile would bypass the encryption
-            return
-        hub = get_hub()
-        out_fd = self.sock.fileno()
-        idle = self.service.options.idle_timeout
-        with open(path, "rb") as file:
-            in_fd = file.fileno()
-            while length > 0:
-                try:
-                    sent = os.sendfile(out_fd, in_fd, offset, min(length, 1 << 20))
-                except BlockingIOError:
-                    self.deadline = _monotonic() + idle
-                    hub.wait(self._write_watcher)
-                    continue
-                except OSError as exc:
-                    raise PeerGone(exc) from exc
-                if sent == 0:
-                    raise PeerGone("file shrank while it was being sent")
-                offset += sent
-                length -= sent
-
-    def _copy_file(self, path: str, offset: int, length: int) -> None:
-        with open(path, "rb") as file:
-            file.seek(offset)
-            while length > 0:
-                chunk = file.read(min(length, 65536))
-                if not chunk:
-                    raise PeerGone("file shrank while it was being sent")
-                self._send(chunk)
-                length -= len(chunk)
+            hub.wait(self.write_watcher)
 
     # -- errors and closing -------------------------------------------------------------------
 
@@ -542,7 +456,7 @@ class Connection:
     def close(self) -> None:
         """Stop the watchers and close the socket; safe to call twice."""
         self._read_watcher.close()
-        self._write_watcher.close()
+        self.write_watcher.close()
         try:
             self.sock.close()
         except OSError as exc:
