@@ -115,6 +115,16 @@ class Server(Registrar):
     def _add(self, method: str, pattern: str, handler: Callable[..., Any]) -> Route:
         return self.router.add(method, pattern, handler)
 
+    def ws(self, path: str, **behaviour: Any) -> Route:
+        """A WebSocket route, uWebSockets style: `open=, message=, close=, drain=`, limits.
+
+        See `socketify.pulse.routes.ws_handler` for the options; imported here, not at the
+        top, so that `import socketify` stays free of gevent.
+        """
+        from socketify.pulse.routes import ws_handler
+
+        return self.get(path, ws_handler(**behaviour))
+
     def group(self, prefix: str) -> Group:
         """Create a route group; its `.use()` middleware covers every route under `prefix`."""
         return self.router.add_group(prefix)

@@ -131,10 +131,17 @@ class TtlCache:
         *,
         clock: Clock | None = None,
         backend: CacheBackend | None = None,
+        shared: bool = False,
+        store: Any = None,
     ) -> None:
         self.default_ttl = _check_ttl(default_ttl, "default_ttl")
         # monotonic: wall-clock jumps (NTP, DST) must not expire or revive entries.
         self._clock: Clock = clock or time.monotonic
+        if backend is None and (shared or store is not None):
+            # Across workers (SharedStore) or hosts (a key/value Store such as RedisStore).
+            from socketify.shared_cache import KeyValueCacheBackend
+
+            backend = KeyValueCacheBackend(store)
         self._backend: CacheBackend = backend if backend is not None else MemoryBackend()
 
     def set_clock(self, clock: Clock) -> None:

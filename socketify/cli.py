@@ -33,7 +33,8 @@ usage: socketify run APP [options]         serve APP (module:attribute, default 
 run options:
   --workers N              worker processes (default: one per CPU; 0 = serve in this process)
   --bind ADDR              HOST:PORT, [IPv6]:PORT, :PORT or unix:/path; repeat to add more
-                           (default: 127.0.0.1:8080)
+                           (default: 127.0.0.1:8080); prefix http:// or https:// to serve
+                           both at once (a bare ADDR is HTTPS whenever TLS is configured)
   --timeout S              replace a worker silent for S seconds (default 30; 0 = never)
   --graceful-timeout S     how long a stop or reload lets requests finish (default 30)
   --max-requests N         recycle a worker after N requests (default 0 = never)
@@ -42,6 +43,7 @@ run options:
   --certfile FILE          serve HTTPS with this certificate chain (PEM)
   --keyfile FILE           ... and this private key (PEM)
   --ca-file FILE           require client certificates signed by these CAs (mTLS)
+  --redirect-http          http:// binds answer 308 to the same URL on the HTTPS port
   --preload                import the app once in the master before forking
   --reload                 restart workers when a .py file changes (development)
   --access-log FILE        access log file (default: stderr)
@@ -145,6 +147,7 @@ def _parse_run(args: list[str]) -> argparse.Namespace:
     parser.add_argument("--certfile")
     parser.add_argument("--keyfile")
     parser.add_argument("--ca-file")
+    parser.add_argument("--redirect-http", action="store_true")
     parser.add_argument("--preload", action="store_true")
     parser.add_argument("--reload", action="store_true")
     parser.add_argument("--access-log")
@@ -171,8 +174,10 @@ def info() -> str:
 def run(options: argparse.Namespace) -> int:
     """`socketify run APP`: become the master of pre-forked workers serving APP."""
     configure_logging(options.log_level, options.error_log, options.access_log)
+    from socketify.server.schemes import BindPlan, SchemeError
     from socketify.server.worker import AppLoadError, ServeApp, load_app
     from socketify.tls import TlsError, TlsOptions
+    from workers.sockets import BindError
 
     target: Any
     settings: Any
@@ -188,7 +193,12 @@ def run(options: argparse.Namespace) -> int:
             # The environment only stands in for an app without TLS of its own: replacing
             # the app's options would silently drop its SNI certificates or its mTLS.
             tls = TlsOptions.from_env()
-        target = ServeApp(options.app if app is None else app, tls=tls)
+        plan = BindPlan.parse(
+            options.bind or ["127.0.0.1:8080"],
+            tls=tls is not None or bool(settings.tls),
+            redirect_http=options.redirect_http,
+        )
+        target = ServeApp(options.app if app is None else app, tls=tls, plan=plan)
         tls = tls or (app.settings.tls if app is not None else None)
         if tls is not None:
             tls.build_context()  # fail here, in one line, rather than in every worker
@@ -197,13 +207,14 @@ def run(options: argparse.Namespace) -> int:
         return 1
     except _ProbeFailed as exc:
         return exc.status
-    except TlsError as exc:
+    except (TlsError, BindError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    binds = options.bind or ["127.0.0.1:8080"]
+    except SchemeError as exc:
+        raise UsageError(str(exc)) from None
     if options.workers == 0:
-        return _run_in_process(target.app, binds, target.tls)
-    return _run_master(options, target, settings, binds)
+        return _run_in_process(target.app, list(plan.binds), target.tls, plan)
+    return _run_master(options, target, settings, list(plan.binds))
 
 
 def _tls_options(options: argparse.Namespace) -> Any:
@@ -271,7 +282,7 @@ def _check_importable(spec: str) -> None:
 def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: list[str]) -> int:
     from workers.config import MasterConfig
     from workers.master import BootError, Master
-    from workers.sockets import BindError, format_address
+    from workers.sockets import BindError
 
     def pick(flag: Any, name: str) -> Any:
         return flag if flag is not None else getattr(settings, name)
@@ -298,8 +309,7 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
     except BootError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    scheme = "https" if (target.tls or settings.tls) else "http"
-    where = ", ".join(_url(format_address(address), scheme) for address in master.addresses)
+    where = _where(master.addresses, bool(target.tls or settings.tls), target.plan)
     log.info(
         "Socketify %s listening on %s (%d workers, master pid %d)",
         __version__,
@@ -310,19 +320,28 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
     return master.wait()
 
 
-def _run_in_process(app: Any, binds: list[str], tls: Any = None) -> int:
+def _run_in_process(app: Any, binds: list[str], tls: Any = None, plan: Any = None) -> int:
     from socketify.server.launch import InProcessRunner
-    from workers.sockets import BindError, format_address
+    from workers.sockets import BindError
 
     try:
-        runner = InProcessRunner(app, binds, tls=tls)
+        runner = InProcessRunner(app, binds, tls=tls, plan=plan)
     except BindError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    scheme = "https" if (tls or app.settings.tls) else "http"
-    where = ", ".join(_url(format_address(address), scheme) for address in runner.addresses)
+    where = _where(runner.addresses, bool(tls or app.settings.tls), plan)
     log.info("Socketify %s listening on %s (in-process, pid %d)", __version__, where, os.getpid())
     return runner.wait()
+
+
+def _where(addresses: list[Any], tls: bool, plan: Any) -> str:
+    """The bound addresses as URLs, each with its own scheme (see server.schemes)."""
+    from workers.sockets import format_address
+
+    def scheme(address: Any) -> str:
+        return "https" if tls and not (plan is not None and plan.is_plain(address)) else "http"
+
+    return ", ".join(_url(format_address(address), scheme(address)) for address in addresses)
 
 
 def _url(address: str, scheme: str = "http") -> str:

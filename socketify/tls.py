@@ -8,6 +8,7 @@ misconfigured server refuses to start instead of failing on the first handshake.
 
 from __future__ import annotations
 
+import _ssl
 import os
 import ssl
 from collections.abc import Mapping
@@ -68,7 +69,10 @@ class TlsOptions:
                 if chosen is not None:
                     sock.context = chosen
 
-            context.sni_callback = select
+            # Through the stdlib's own descriptor: gevent's patched SSLContext wraps the
+            # callback to hand it an SSLSocket, which fails (and so fails every handshake) on
+            # the SSLObject of a memory-BIO connection, which is what the server uses.
+            vars(_ssl._SSLContext)["sni_callback"].__set__(context, select)
         return context
 
     def _context(self, cert_file: str, key_file: str) -> ssl.SSLContext:

@@ -8,7 +8,9 @@ crash) the socket's accept queue survives and the next worker of slot *i* drains
 that was queued is reset.
 
 Unix domain sockets (where ``SO_REUSEPORT`` does not balance) are opened once and shared by all
-slots; every worker accepts from the same queue.
+slots; every worker accepts from the same queue. So are sockets inherited from systemd (socket
+activation, see ``workers.systemd``): they replace the binds, nothing of ours joins their port,
+and as systemd keeps its own copy open, clients queue there while the service restarts.
 
 Removing a slot closes its socket for good. Connections still waiting in that queue are reset
 unless the kernel migrates them (``net.ipv4.tcp_migrate_req = 1``, Linux 5.14+), which the
@@ -47,6 +49,7 @@ class Listeners:
         slots: int,
         backlog: int = DEFAULT_BACKLOG,
         unix_mode: int = DEFAULT_UNIX_MODE,
+        inherited: Sequence[socket.socket] = (),
     ) -> None:
         if slots < 1:
             raise ValueError("at least one worker slot is needed")
@@ -59,8 +62,12 @@ class Listeners:
         self._by_slot: list[list[socket.socket]] = [[]]
         self.addresses: list[tuple[str, int] | str] = []
         try:
-            for spec in binds:
-                self._open_first(spec, unix_mode)
+            if inherited:
+                self._shared.extend(inherited)
+                self.addresses.extend(_bound_address(sock) for sock in inherited)
+            else:
+                for spec in binds:
+                    self._open_first(spec, unix_mode)
             for _ in range(slots - 1):
                 self.add_slot()
         except BaseException:
@@ -141,3 +148,12 @@ class Listeners:
             with contextlib.suppress(OSError):
                 unlink_unix(address, inode)
         self._unix = []
+
+
+def _bound_address(sock: socket.socket) -> tuple[str, int] | str:
+    """The address an inherited socket listens on, in the shape of ``Listeners.addresses``."""
+    name = sock.getsockname()
+    if sock.family == socket.AF_UNIX:
+        # An abstract socket's name comes back as bytes starting with NUL; show it as "@name".
+        return name if isinstance(name, str) else "@" + name[1:].decode(errors="replace")
+    return (str(name[0]), int(name[1]))

@@ -3,9 +3,10 @@
 Theory of operation
 -------------------
 ``start()`` binds the listening sockets (one SO_REUSEPORT socket per worker slot for TCP, see
-``workers.listeners``), creates the heartbeat table and a non-blocking wake-up pipe, installs
-signal handlers, forks one worker per slot and loops until every worker has called
-``ctx.ready()``. ``wait()`` keeps looping until the master has stopped.
+``workers.listeners``; or adopts the ones systemd passed, see ``workers.systemd``), creates
+the heartbeat table and a non-blocking wake-up pipe, installs signal handlers, forks one
+worker per slot and loops until every worker has called ``ctx.ready()``. ``wait()`` keeps
+looping until the master has stopped.
 
 Each turn of the loop sleeps on the wake-up pipe, which is written by signal handlers (they
 only enqueue the signal), by ``stop()`` from any thread, and by workers when they become ready
@@ -18,7 +19,8 @@ or ask to be recycled; a timer tick bounds the sleep. Then it acts, in one place
 - reconcile: every slot must have a worker of the serving generation; missing ones are forked
   (after a per-slot backoff if they crashed); a recycled worker is stopped once its
   replacement is ready. During a reload the next generation is forked alongside, and the old
-  one is stopped gracefully only when every new worker is ready.
+  one is stopped gracefully only when every new worker is ready;
+- tell systemd what changed (READY, RELOADING, STOPPING, STATUS) and feed its watchdog.
 
 A worker that exits with BOOT_FAILED (or dies at all) before becoming ready while ``start()``
 runs stops everything: ``start()`` raises ``BootError``. During a reload the same failure
@@ -41,13 +43,16 @@ from signal import SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTTIN, SIGTTOU, 
 
 from workers import linux
 from workers.config import MasterConfig
-from workers.fork import describe_exit, fork_worker, poll_exit
+from workers.exits import Outcome, judge_exit
+from workers.fork import fork_worker, poll_exit
 from workers.heartbeat import HeartbeatTable
 from workers.listeners import Listeners
 from workers.logfiles import reopen_log_files
 from workers.reloader import MtimeWatcher
 from workers.roster import Backoff, Roster, WorkerProc
 from workers.signals import SignalQueue
+from workers.state_server import StateServer
+from workers.systemd import Notifier, listen_sockets
 from workers.worker import BOOT_FAILED, Target, WorkerSetup
 
 __all__ = ["BOOT_FAILED", "BootError", "Master", "MasterConfig"]
@@ -61,7 +66,6 @@ IDLE_TICK = 0.5
 KILL_MARGIN = 1.0  # a draining worker gets graceful_timeout plus this before SIGKILL
 QUICK_STOP_TIMEOUT = 2.0  # an immediate stop waits this long before SIGKILL
 RELOAD_POLL = 1.0
-BOOT_MESSAGE = "worker failed to boot; see the traceback above"
 
 
 class BootError(RuntimeError):
@@ -91,6 +95,7 @@ class Master:
         self._backoff = Backoff()
         self._listeners: Listeners | None = None
         self._table: HeartbeatTable | None = None
+        self._state = StateServer()  # the cross-worker store and bus, served by a thread
         self._slots = config.worker_count
         self._generation = 1  # the generation that serves
         self._next_generation = 2
@@ -100,6 +105,7 @@ class Master:
         self._boot_error: str | None = None
         self._watcher: MtimeWatcher | None = None
         self._next_reload_poll = 0.0
+        self._sd = Notifier.from_env()  # sd_notify and the watchdog; inert outside systemd
 
     # -- public API --------------------------------------------------------------------------
 
@@ -144,9 +150,11 @@ class Master:
                 slots=self._slots,
                 backlog=self.config.backlog,
                 unix_mode=self.config.unix_socket_mode,
+                inherited=listen_sockets(),
             )
             # Room for two generations side by side, plus retiring workers and TTIN growth.
             self._table = HeartbeatTable(capacity=max(256, 8 * self._slots))
+            self._state.start()
         except BaseException:
             self._phase = Phase.STOPPED
             self._cleanup()
@@ -165,6 +173,7 @@ class Master:
                     self._inbox.push(signum)
                 self._deferred.clear()
                 log.debug("all %d workers ready", self._slots)
+        self._sd.observe(self._phase.value, self._reloading, self._slots, self._roster, self._table)
         if self._boot_error is not None:
             self.wait()
             raise BootError(self._boot_error)
@@ -196,7 +205,7 @@ class Master:
             raise
 
     def _step(self) -> None:
-        self._inbox.sleep(BUSY_TICK if self._busy() else IDLE_TICK)
+        self._inbox.sleep(self._sd.sleep_bound(BUSY_TICK if self._busy() else IDLE_TICK))
         self._handle_signals()
         self._reap()
         now = time.monotonic()
@@ -208,6 +217,7 @@ class Master:
             self._reconcile(now)
         if self._phase is Phase.STOPPING and not len(self._roster):
             self._phase = Phase.STOPPED
+        self._sd.observe(self._phase.value, self._reloading, self._slots, self._roster, self._table)
 
     def _busy(self) -> bool:
         if self._phase is not Phase.RUNNING or self._reloading is not None:
@@ -408,6 +418,7 @@ class Master:
             graceful_timeout=config.graceful_timeout,
             max_requests=limit,
             proc_name=config.proc_name,
+            state=self._state.attach(record),
         )
         try:
             pid = fork_worker(
@@ -418,6 +429,7 @@ class Master:
             )
         except OSError as exc:
             self._table.release(record)
+            self._state.detach(record)
             self._spawn_failed(slot, generation, exc)
             return
         self._roster.add(WorkerProc(pid, slot, generation, record, time.monotonic()))
@@ -443,48 +455,38 @@ class Master:
             code = poll_exit(proc.pid)
             if code is not None:
                 self._roster.pop(proc.pid)
+                self._state.detach(proc.record)
                 if self._table is not None:
                     self._table.release(proc.record)
                 self._on_exit(proc, code)
 
     def _on_exit(self, proc: WorkerProc, code: int) -> None:
-        how = describe_exit(code)
-        if self._phase is Phase.STOPPING or proc.stop_sent:
-            log.debug("%s exited (%s)", proc.describe(), how)
-            return
-        if not proc.ready and self._phase is Phase.BOOTING:
-            if code == BOOT_FAILED:
-                self._boot_error = BOOT_MESSAGE
-            elif proc.timed_out:
-                self._boot_error = f"worker {proc.slot} did not become ready within the timeout"
-            else:
-                self._boot_error = f"worker {proc.slot} died while booting ({how})"
-            self._exit_code = BOOT_FAILED
+        verdict = judge_exit(
+            proc,
+            code,
+            booting=self._phase is Phase.BOOTING,
+            stopping=self._phase is Phase.STOPPING,
+            reloading=self._reloading,
+        )
+        if verdict.outcome is Outcome.EXPECTED:
+            log.debug("%s", verdict.message)
+        elif verdict.outcome is Outcome.BOOT_FAILED:
+            self._boot_error, self._exit_code = verdict.message, BOOT_FAILED
             self._begin_stop(graceful=False)
-            return
-        if not proc.ready and proc.generation == self._reloading:
-            hint = "; see the traceback above" if code == BOOT_FAILED else ""
-            message = "reload failed: %s could not boot (%s)%s; the old workers keep serving"
-            log.error(message, proc.describe(), how, hint)
+        elif verdict.outcome is Outcome.RELOAD_FAILED:
+            log.error("%s", verdict.message)
             self._abandon_reload()
-            return
-        now = time.monotonic()
-        delay = self._backoff.failed(proc.slot, uptime=now - proc.spawned_at, now=now)
-        if proc.timed_out:
-            reason = "was killed after its heartbeat timed out"
-        elif code == BOOT_FAILED and not proc.ready:
-            reason = "failed to boot (see the traceback above)"
         else:
-            reason = f"exited unexpectedly ({how})"
-        if proc.slot < self._slots:
-            log.error("%s %s; respawning in %.1fs", proc.describe(), reason, delay)
-        else:
-            log.error("%s %s", proc.describe(), reason)
+            now = time.monotonic()
+            delay = self._backoff.failed(proc.slot, uptime=now - proc.spawned_at, now=now)
+            respawn = f"; respawning in {delay:.1f}s" if proc.slot < self._slots else ""
+            log.error("%s%s", verdict.message, respawn)
 
     # -- teardown ----------------------------------------------------------------------------
 
     def _cleanup(self) -> None:
         self._inbox.close()
+        self._state.stop()
         if self._listeners is not None:
             self._listeners.close()
         if self._table is not None:

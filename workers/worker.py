@@ -39,6 +39,7 @@ from workers import linux
 from workers.context import WorkerContext
 from workers.heartbeat import HeartbeatTable
 from workers.logfiles import reopen_log_files
+from workers.state_server import Endpoint
 
 __all__ = ["BOOT_FAILED", "Target", "WorkerSetup", "run_worker"]
 
@@ -68,6 +69,7 @@ class WorkerSetup:
     graceful_timeout: float
     max_requests: int
     proc_name: str
+    state: Endpoint | None = None  # rings to the master's state server (store and bus)
 
 
 def run_worker(setup: WorkerSetup, target: Target) -> int:
@@ -114,6 +116,8 @@ def _boot(setup: WorkerSetup, early: list[int]) -> WorkerContext:
     import gevent
 
     gevent.reinit()
+    if setup.state is not None:
+        _join_state(setup.state)
     # After patching, socket.socket is gevent's cooperative class; adopt the inherited fds.
     sockets = [
         socket.socket(sock.family, sock.type, sock.proto, fileno=sock.detach())
@@ -140,6 +144,16 @@ def _boot(setup: WorkerSetup, early: list[int]) -> WorkerContext:
             stopper.stop(STOP_SIGNALS[signum])
     gevent.spawn(_heartbeat, setup, stopper)
     return ctx
+
+
+def _join_state(endpoint: Endpoint) -> None:
+    """Start this worker's link to the master: ``workers.state.client()``, ``workers.bus.bus()``."""
+    from workers import bus, state
+    from workers.link import Link
+
+    link = Link(endpoint)
+    state.install(link)
+    bus.install(link)
 
 
 class _Stopper:

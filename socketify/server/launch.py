@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from socketify.app import Server
+    from socketify.server.schemes import BindPlan
 
 
 class MasterRunner:
@@ -54,20 +55,24 @@ class MasterRunner:
 class InProcessRunner:
     """`listen()` with `workers=0`: one process, one gevent hub, no fork."""
 
-    def __init__(self, app: Server, binds: list[str], *, tls: Any = None) -> None:
+    def __init__(
+        self, app: Server, binds: list[str], *, tls: Any = None, plan: BindPlan | None = None
+    ) -> None:
         from gevent import monkey
 
         monkey.patch_all()
         import gevent
         import gevent.event
 
-        from socketify.server.service import HttpService
+        from socketify.server.schemes import services_for
         from workers.listeners import Listeners
 
         self._listeners = Listeners(binds, slots=1, backlog=app.settings.backlog)
         self.addresses = self._listeners.addresses
-        self.service = HttpService(app, self._listeners.sockets_for(0), tls=tls or app.settings.tls)
-        self.service.start()
+        sockets = self._listeners.sockets_for(0)
+        self.services = services_for(app, sockets, tls=tls or app.settings.tls, plan=plan)
+        for service in self.services:
+            service.start()
         self._stopped = gevent.event.Event()
         for signum in (2, 15):  # SIGINT, SIGTERM: graceful, as in the pre-fork master
             gevent.signal_handler(signum, self.stop)
@@ -87,7 +92,7 @@ class InProcessRunner:
         import gevent
 
         def drain() -> None:
-            self.service.stop(graceful=True)
+            gevent.joinall([gevent.spawn(service.stop, graceful=True) for service in self.services])
             self._listeners.close()
             self._stopped.set()
 

@@ -27,7 +27,7 @@ def server_context(options: Any) -> ssl.SSLContext:
 class TlsStream:
     """A server-side TLS session on an accepted non-blocking socket."""
 
-    __slots__ = ("_incoming", "_obj", "_outgoing", "_raw", "family", "unsent")
+    __slots__ = ("_incoming", "_obj", "_outgoing", "_raw", "family", "handshaken", "unsent")
 
     def __init__(self, context: ssl.SSLContext, raw: Any) -> None:
         self._raw = raw
@@ -35,20 +35,26 @@ class TlsStream:
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
         self._obj = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
-        self.unsent = b""  # ciphertext the kernel has not taken yet
+        self.unsent: bytes | memoryview = b""  # ciphertext the kernel has not taken yet
+        self.handshaken = False  # until then, closing sends nothing
 
     # -- moving ciphertext ----------------------------------------------------------------
 
     def flush(self) -> bool:
         """Send pending ciphertext; True when nothing is left unsent."""
-        data = self.unsent + self._outgoing.read() if self._outgoing.pending else self.unsent
+        data = self.unsent
+        if self._outgoing.pending:
+            fresh = self._outgoing.read()
+            data = bytes(data) + fresh if data else fresh
         while data:
             try:
                 sent = self._raw.send(data)
             except BlockingIOError:
                 self.unsent = data
                 return False
-            data = data[sent:]
+            # PERF: a partial send leaves a view, not a copy: slicing bytes made a large body
+            # sent to a slow reader cost copying its rest again on every wake-up (quadratic).
+            data = memoryview(data)[sent:] if sent < len(data) else b""
         self.unsent = b""
         return True
 
@@ -75,6 +81,15 @@ class TlsStream:
                 except BlockingIOError:
                     return 1
                 continue
+            except ssl.SSLError:
+                # Hand the client the alert OpenSSL wrote (e.g. "certificate required"), so
+                # it can say why instead of reporting a bare EOF; one try, no waiting.
+                try:
+                    self.flush()
+                except OSError:
+                    pass
+                raise
+            self.handshaken = True
             return 0 if self.flush() else 2
 
     @property
@@ -84,9 +99,14 @@ class TlsStream:
 
     def recv(self, size: int) -> bytes:
         """Decrypted bytes; b"" on close; BlockingIOError when nothing is ready."""
+        obj = self._obj
+        if not self._incoming.pending and not obj.pending():
+            # PERF: with nothing buffered the read below could only fail with
+            # SSLWantReadError; raising and catching that costs more than decrypting /ping.
+            self._fill()
         while True:
             try:
-                return self._obj.read(size)
+                return obj.read(size)
             except ssl.SSLWantReadError:
                 self.flush()  # e.g. a TLS 1.3 key update to answer
                 self._fill()
@@ -120,9 +140,27 @@ class TlsStream:
         return int(self._raw.fileno())
 
     def shutdown(self, how: int) -> None:
-        """Shut down the socket (no close_notify: we are closing anyway)."""
+        """Send close_notify, then shut down the socket."""
+        self._notify_close()
         self._raw.shutdown(how)
 
     def close(self) -> None:
-        """Close the socket."""
+        """Send close_notify (best effort), then close the socket."""
+        self._notify_close()
         self._raw.close()
+
+    def _notify_close(self) -> None:
+        # Without close_notify a client cannot tell our close from a truncation attack, and
+        # strict ones (OpenSSL 3) report an error on a close-delimited body. One
+        # non-blocking try: a peer that is gone or not reading must not hold us.
+        if not self.handshaken:
+            return
+        self.handshaken = False  # once, even if close() follows shutdown()
+        try:
+            self._obj.unwrap()
+        except ssl.SSLError:
+            pass  # usually SSLWantReadError: ours is written; we do not wait for theirs
+        try:
+            self.flush()
+        except OSError:
+            pass

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from socketify.app import Server
+    from socketify.server.schemes import BindPlan
     from socketify.tls import TlsOptions
     from workers.context import WorkerContext
 
@@ -87,22 +88,36 @@ def probe_app(spec: str) -> None:
 class ServeApp:
     """The workers' target: `ServeApp(app_or_spec)(ctx)` serves until the master stops us.
 
-    `tls` (TlsOptions from the command line) overrides the app's own `tls` setting.
+    `tls` (TlsOptions from the command line) overrides the app's own `tls` setting; `plan`
+    says which binds serve plain HTTP beside it (`--bind http://...`, see server.schemes).
     """
 
-    def __init__(self, app: Server | str, *, tls: TlsOptions | None = None) -> None:
+    def __init__(
+        self, app: Server | str, *, tls: TlsOptions | None = None, plan: BindPlan | None = None
+    ) -> None:
         self.app = app
         self.tls = tls
+        self.plan = plan
 
     def __call__(self, ctx: WorkerContext) -> None:
-        from socketify.server.service import HttpService
+        import gevent
+
+        from socketify.server.schemes import services_for
 
         app = load_app(self.app) if isinstance(self.app, str) else self.app
-        service = HttpService(
-            app, ctx.sockets, on_request=ctx.request_done, tls=self.tls or app.settings.tls
+        tls = self.tls or app.settings.tls
+        services = services_for(
+            app, ctx.sockets, tls=tls, plan=self.plan, on_request=ctx.request_done
         )
-        service.start()
-        ctx.on_stop(service.stop_accepting)
+        for service in services:
+            service.start()
+            ctx.on_stop(service.stop_accepting)
         ctx.ready()
         ctx.wait_stop()
-        service.stop(graceful=ctx.graceful, timeout=ctx.graceful_timeout)
+        # Side by side, so an HTTP and an HTTPS service share one graceful_timeout.
+        gevent.joinall(
+            [
+                gevent.spawn(service.stop, graceful=ctx.graceful, timeout=ctx.graceful_timeout)
+                for service in services
+            ]
+        )

@@ -436,5 +436,6 @@ class RequestParser:
             self._state = _State.END
         return piece
 
+
 def _tokens(value: str) -> set[str]:
     return {token.strip(" \t") for token in value.split(",")}

@@ -1,0 +1,290 @@
+"""`Channel`: one WebSocket connection after `pulse.upgrade` (SPEC §1.13, DESIGN §4, §4b).
+
+Theory of operation. The sans-IO `protocol.websocket.Connection` decides every byte; this
+module only moves them. The connection greenlet reads, feeds the protocol, runs the
+callbacks for the events and writes the protocol's own replies (pongs, close echoes). Any
+greenlet may send: the frame bytes are taken from the protocol and handed to `Outbound` in
+one step with no switch in between, so the wire order is the order the protocol produced
+them. A close we start waits for the peer's close up to `close_timeout`; a protocol error
+sends its close frame, half-closes and lingers briefly so the peer can read it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import gevent
+import orjson
+
+from socketify.protocol.websocket import (
+    BinaryMessage,
+    Close,
+    CloseCode,
+    LocalProtocolError,
+    Ping,
+    Pong,
+    State,
+    TextMessage,
+)
+from socketify.protocol.websocket import Connection as Protocol
+from socketify.server.upgraded import Outbound, linger, read_some, shutdown
+
+if TYPE_CHECKING:
+    from socketify.server.connection import Connection
+
+__all__ = ["Channel"]
+
+log = logging.getLogger("socketify.error")
+
+CLOSE_TIMEOUT = 5.0  # how long a close we started waits for the peer's close frame
+LINGER_SECONDS = 1.0  # after failing the connection, how long we let the peer read our close
+_ids = itertools.count(1)
+
+TextHandler = Callable[["Channel", str], Any]
+BytesHandler = Callable[["Channel", bytes], Any]
+CloseHandler = Callable[["Channel", int, str], Any]
+
+
+class Channel:
+    """A WebSocket connection; any greenlet may send; sends return False once it is closed."""
+
+    __slots__ = (
+        "_close_timer",
+        "_on_binary",
+        "_on_close",
+        "_on_ping",
+        "_on_pong",
+        "_on_text",
+        "_out",
+        "_proto",
+        "_queued",
+        "_reader",
+        "alive",
+        "close_code",
+        "id",
+        "idle_timeout",
+        "locals",
+        "max_backpressure",
+        "on_drain",
+        "subprotocol",
+    )
+
+    def __init__(
+        self,
+        proto: Protocol,
+        subprotocol: str | None = None,
+        *,
+        idle_timeout: float | None = None,
+        max_backpressure: int | None = None,
+    ) -> None:
+        self._proto = proto
+        self.subprotocol = subprotocol
+        # Unique across workers and restarts of a worker: the pid plus a per-process counter.
+        self.id = f"{os.getpid()}-{next(_ids)}"
+        self.alive = True
+        self.close_code: int | None = None
+        self.idle_timeout = idle_timeout
+        self.max_backpressure = max_backpressure
+        self.locals: dict[str, Any] = {}
+        self.on_drain: Callable[[Channel], Any] | None = None
+        self._out: Outbound | None = None
+        self._queued: list[bytes] | None = []  # frames sent in the handler, before the 101
+        self._reader: Connection | None = None
+        self._close_timer: Any = None
+        self._on_text: TextHandler | None = None
+        self._on_binary: BytesHandler | None = None
+        self._on_ping: BytesHandler | None = None
+        self._on_pong: BytesHandler | None = None
+        self._on_close: list[CloseHandler] = []
+
+    # -- callbacks ----------------------------------------------------------------------------
+
+    def on_text(self, fn: TextHandler) -> TextHandler:
+        """`fn(ch, text)` for each text message (replaces the previous handler)."""
+        self._on_text = fn
+        return fn
+
+    def on_binary(self, fn: BytesHandler) -> BytesHandler:
+        """`fn(ch, data)` for each binary message (replaces the previous handler)."""
+        self._on_binary = fn
+        return fn
+
+    def on_ping(self, fn: BytesHandler) -> BytesHandler:
+        """`fn(ch, payload)` for each ping; the pong has already been queued."""
+        self._on_ping = fn
+        return fn
+
+    def on_pong(self, fn: BytesHandler) -> BytesHandler:
+        """`fn(ch, payload)` for each pong."""
+        self._on_pong = fn
+        return fn
+
+    def on_close(self, fn: CloseHandler) -> CloseHandler:
+        """`fn(ch, code, reason)` once, when the connection ends (appends; all run in order)."""
+        if self.alive:
+            self._on_close.append(fn)
+        else:
+            fn(self, self.close_code or CloseCode.ABNORMAL, "")
+        return fn
+
+    # -- sending ------------------------------------------------------------------------------
+
+    def send_text(self, text: str) -> bool:
+        """Send a text message."""
+        return self._send(Protocol.send_text, text)
+
+    def send_binary(self, data: bytes | bytearray | memoryview) -> bool:
+        """Send a binary message."""
+        return self._send(Protocol.send_binary, data)
+
+    def send_json(self, obj: Any) -> bool:
+        """Send `obj` as a JSON text message."""
+        return self._send(Protocol.send_text, orjson.dumps(obj).decode())
+
+    def send_frame(self, frame: bytes) -> bool:
+        """Send a frame encoded once elsewhere (`frame_bytes`), e.g. by a hub broadcast."""
+        return self._send(Protocol.send_raw, frame)
+
+    def ping(self, payload: bytes = b"") -> bool:
+        """Send a ping (payload ≤ 125 bytes)."""
+        return self._send(Protocol.ping, payload)
+
+    def close(self, code: int = CloseCode.NORMAL, reason: str = "") -> bool:
+        """Start the close handshake; the connection ends when the peer answers or times out."""
+        if not self._send(Protocol.close, code, reason, backpressure=False):
+            return False
+        if self._queued is None:  # in the handler the timer starts once the 101 is out
+            self._close_timer = gevent.spawn_later(CLOSE_TIMEOUT, self._close_timed_out)
+        return True
+
+    def _send(self, method: Callable[..., bytes], *args: Any, backpressure: bool = True) -> bool:
+        if not self.alive:
+            return False
+        out = self._out
+        limit = self.max_backpressure
+        if backpressure and limit is not None and out is not None and out.pending > limit:
+            return False  # slow consumer: drop, the app learns it from the result and `drain`
+        try:
+            data = method(self._proto, *args)
+        except LocalProtocolError:
+            return False  # closing: nothing but the close handshake may go out now
+        if self._queued is not None:
+            self._queued.append(data)
+            return True
+        assert out is not None
+        if not out.send(data):
+            self._abandon()
+            return False
+        return True
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes sent but not yet taken by the kernel."""
+        return self._out.pending if self._out is not None else 0
+
+    # -- the connection's side ----------------------------------------------------------------
+
+    def _run(self, conn: Connection) -> None:
+        """`res.upgrade`: runs in the connection greenlet until the channel ends."""
+        out = self._out = Outbound(conn)
+        out.on_drain = self._drained
+        self._reader = conn
+        queued, self._queued = self._queued or [], None
+        proto = self._proto
+        try:
+            if queued and not out.send(b"".join(queued)):
+                self._finish(CloseCode.ABNORMAL, "")
+                return
+            if proto.state is not State.OPEN and self._close_timer is None:
+                self._close_timer = gevent.spawn_later(CLOSE_TIMEOUT, self._close_timed_out)
+            while self.alive:
+                data = self._read(conn)
+                proto.feed(data)
+                close = self._dispatch()
+                reply = proto.data_to_send()
+                if reply:
+                    out.send(reply)
+                if close is not None:
+                    self._ending(conn, out, close)
+                    return
+        finally:
+            if self._close_timer is not None:
+                self._close_timer.kill(block=False)
+            out.abort()
+            if self.alive:
+                self._finish(CloseCode.ABNORMAL, "")
+
+    def _read(self, conn: Connection) -> bytes:
+        idle = self.idle_timeout
+        if not idle:
+            return read_some(conn)
+        # Idle connections get a ping; one that stays silent for another period is gone.
+        for _ in range(2):
+            with gevent.Timeout(idle, False):
+                return read_some(conn)
+            if not self.ping(b"idle"):
+                break
+        return b""
+
+    def _dispatch(self) -> Close | None:
+        proto = self._proto
+        for event in proto.events():
+            cls = type(event)
+            try:
+                if cls is TextMessage:
+                    if self._on_text is not None:
+                        self._on_text(self, event.text)  # type: ignore[union-attr]
+                elif cls is BinaryMessage:
+                    if self._on_binary is not None:
+                        self._on_binary(self, event.data)  # type: ignore[union-attr]
+                elif cls is Ping:
+                    if self._on_ping is not None:
+                        self._on_ping(self, event.payload)  # type: ignore[union-attr]
+                elif cls is Pong:
+                    if self._on_pong is not None:
+                        self._on_pong(self, event.payload)  # type: ignore[union-attr]
+                elif cls is Close:
+                    return event  # type: ignore[return-value]
+            except Exception:
+                log.exception("Pulse callback failed; closing with 1011")
+                self.close(CloseCode.INTERNAL_ERROR, "internal error")
+        return None
+
+    def _ending(self, conn: Connection, out: Outbound, close: Close) -> None:
+        self._finish(close.code, close.reason)
+        out.wait_flushed(LINGER_SECONDS)
+        if not close.clean:
+            linger(conn, LINGER_SECONDS)  # our close frame must reach the peer, not a reset
+
+    def _close_timed_out(self) -> None:
+        reader = self._reader
+        if reader is not None and self.alive:
+            shutdown(reader)  # the reader sees EOF; the protocol reports our own close code
+
+    def _abandon(self) -> None:
+        reader = self._reader
+        if reader is not None:
+            shutdown(reader)
+
+    def _drained(self) -> None:
+        if self.on_drain is not None:
+            try:
+                self.on_drain(self)
+            except Exception:
+                log.exception("Pulse drain callback failed")
+
+    def _finish(self, code: int, reason: str) -> None:
+        if not self.alive:
+            return
+        self.alive = False
+        self.close_code = code
+        callbacks, self._on_close = self._on_close, []
+        for fn in callbacks:
+            try:
+                fn(self, code, reason)
+            except Exception:
+                log.exception("Pulse on_close callback failed")

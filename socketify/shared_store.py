@@ -1,0 +1,135 @@
+"""`SharedStore`: the `socketify.stores.Store` every worker of the server shares.
+
+    store = SharedStore()                    # sessions, rate limits and caches use this
+    store = SharedStore(url="redis://10.0.0.5:6379/0")   # several hosts (also via env)
+
+Theory of operation. Which store is behind it is decided on first use in each process, not
+at construction, because middleware is usually built when the app module is imported, which
+may happen in the master before the fork (`--preload`):
+
+1. a URL (the `url` argument, else the `SOCKETIFY_STATE_URL` environment variable): a
+   `socketify.backends.redis.RedisStore`, shared by every host that uses the same Redis;
+2. else, in a worker of the pre-fork master: the master's store (`workers.state.client()`),
+   shared by every worker of this server and kept when any of them dies;
+3. else (`workers=0`, `TestClient`, scripts): one store private to this process.
+
+The choice is remade in a forked child. Every operation is atomic on its own; `take()` is a
+token bucket in one step, so N workers never allow N times the quota. `namespace` prefixes
+every key, to keep unrelated users of one store apart.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from socketify.stores import TakeResult
+
+__all__ = ["STATE_URL_ENV", "SharedStore", "local_state"]
+
+STATE_URL_ENV = "SOCKETIFY_STATE_URL"
+
+_local: Any = None
+_local_lock = threading.Lock()
+_fork_epoch = 0  # bumped in every forked child: cached backends are re-resolved there
+
+
+def _after_fork() -> None:
+    global _fork_epoch, _local
+    _fork_epoch += 1
+    _local = None  # a child must not believe it shares its parent's private store
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def local_state() -> Any:
+    """The process-wide store used when there is neither a URL nor a master."""
+    global _local
+    with _local_lock:
+        if _local is None:
+            from workers.state import LocalState
+
+            _local = LocalState()
+        return _local
+
+
+class SharedStore:
+    """A `Store` shared by every worker (and, with a Redis URL, every host)."""
+
+    def __init__(self, namespace: str = "", *, url: str | None = None) -> None:
+        self.namespace = namespace
+        self._url = url
+        self._backend: Any = None
+        self._epoch = -1
+
+    @property
+    def backend(self) -> Any:
+        """The store actually used in this process (resolved on first use)."""
+        if self._epoch != _fork_epoch or self._backend is None:
+            self._backend = self._resolve()
+            self._epoch = _fork_epoch
+        return self._backend
+
+    @property
+    def kind(self) -> str:
+        """`"redis"`, `"master"` or `"local"`: where the data lives for this process."""
+        url = self._url or os.environ.get(STATE_URL_ENV)
+        if url:
+            return "redis"
+        from workers.state import client
+
+        return "master" if client() is not None else "local"
+
+    def _resolve(self) -> Any:
+        url = self._url or os.environ.get(STATE_URL_ENV)
+        if url:
+            from socketify.backends.redis import RedisStore
+
+            return RedisStore(url)
+        from workers.state import client
+
+        shared = client()
+        return shared if shared is not None else local_state()
+
+    # -- the Store protocol ---------------------------------------------------------------
+
+    def get(self, key: str) -> bytes | None:
+        """The value of `key`, or None when absent or expired."""
+        value: bytes | None = self.backend.get(self.namespace + key)
+        return value
+
+    def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
+        """Store `value` under `key`; `ttl` seconds until it expires (None: never)."""
+        self.backend.set(self.namespace + key, value, ttl)
+
+    def delete(self, key: str) -> bool:
+        """Remove `key`; True if it existed."""
+        return bool(self.backend.delete(self.namespace + key))
+
+    def incr(self, key: str, amount: int = 1, ttl: float | None = None) -> int:
+        """Add `amount` atomically; `ttl` applies when the key is created."""
+        return int(self.backend.incr(self.namespace + key, amount, ttl))
+
+    def take(
+        self, key: str, capacity: float, refill_per_second: float, now: float | None = None
+    ) -> TakeResult:
+        """Refill the token bucket `key`, then take one token if one is there."""
+        allowed, remaining, reset = self.backend.take(
+            self.namespace + key, capacity, refill_per_second, now
+        )
+        return TakeResult(bool(allowed), float(remaining), float(reset))
+
+    # -- beyond the protocol: what a shared cache needs -----------------------------------
+
+    def clear_prefix(self, prefix: str) -> int:
+        """Remove every key starting with `prefix`; returns how many live values went."""
+        return int(self.backend.clear_prefix(self.namespace + prefix))
+
+    def count_prefix(self, prefix: str) -> int:
+        """How many live keys start with `prefix`."""
+        return int(self.backend.count_prefix(self.namespace + prefix))
+
+    def __repr__(self) -> str:
+        return f"<SharedStore namespace={self.namespace!r} kind={self.kind}>"

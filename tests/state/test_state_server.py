@@ -1,0 +1,112 @@
+"""The master's state server, driven through its rings in one process (no fork, no gevent)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from workers import wire
+from workers.state_server import Endpoint, StateServer
+from workers.wire import Op, Status
+
+
+@pytest.fixture
+def server() -> Iterator[StateServer]:
+    state = StateServer(ring_capacity=1 << 16, max_record=1 << 12)
+    state.start()
+    yield state
+    state.stop()
+
+
+def wait_records(endpoint: Endpoint, count: int, timeout: float = 5.0) -> list[bytes]:
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        got += endpoint.down.drain()
+        time.sleep(0.0005)
+    return got
+
+
+def ask(endpoint: Endpoint, request_id: int, op: Op, key: bytes, args: bytes = b"") -> bytes:
+    endpoint.up.try_put(wire.encode_request(request_id, op, key, args))
+    (answer,) = wait_records(endpoint, 1)
+    answered_id, status, body = wire.decode_answer(answer)
+    assert answered_id == request_id
+    assert status != Status.ERROR, body
+    return body if status == Status.OK else b"<missing>"
+
+
+def test_a_write_by_one_worker_is_read_by_another(server: StateServer) -> None:
+    a, b = server.attach(1), server.attach(2)
+    set_args = wire.F64.pack(wire.NO_TTL) + b"hello"
+    assert ask(a, 1, Op.SET, b"k", set_args) == b""
+    assert ask(b, 1, Op.GET, b"k") == b"hello"
+    assert ask(b, 2, Op.DELETE, b"k") == b"\x01"
+    assert ask(a, 2, Op.GET, b"k") == b"<missing>"
+
+
+def test_a_posted_write_is_applied_before_a_later_request_from_another_worker(
+    server: StateServer,
+) -> None:
+    for round_ in range(200):
+        a, b = server.attach(1), server.attach(2)
+        value = b"v%d" % round_
+        a.up.try_put(wire.encode_request(0, Op.SET, b"k", wire.F64.pack(60.0) + value))
+        assert ask(b, 7, Op.GET, b"k") == value
+        assert a.down.empty()  # a posted write is never answered
+
+
+def test_a_publish_reaches_every_other_worker_once_in_order(server: StateServer) -> None:
+    peers = [server.attach(n) for n in range(4)]
+    records = [wire.encode_publish(b"room", b"%d" % n) for n in range(2000)]
+    pending = list(records)
+    got: dict[int, list[bytes]] = {n: [] for n in range(1, 4)}
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(len(v) < 2000 for v in got.values()):
+        while pending:
+            try:
+                peers[0].up.try_put(pending[0])
+            except Exception:
+                break
+            pending.pop(0)
+        for n in range(1, 4):
+            got[n] += peers[n].down.drain()
+    for n in range(1, 4):
+        assert got[n] == records
+    time.sleep(0.05)
+    assert peers[0].down.drain() == []  # the publisher delivers locally itself
+
+
+def test_a_slow_reader_gets_a_backlog_not_a_loss(server: StateServer) -> None:
+    fast, slow, publisher = server.attach(1), server.attach(2), server.attach(3)
+    records = [wire.encode_publish(b"c", b"x" * 1000 + b"%d" % n) for n in range(300)]
+    for record in records:  # 300 KB through a 64 KB ring the slow reader does not read yet
+        while True:
+            try:
+                publisher.up.try_put(record)
+                break
+            except Exception:
+                time.sleep(0.001)
+    assert wait_records(fast, 300) == records
+    assert wait_records(slow, 300) == records
+
+
+def test_a_detached_worker_no_longer_receives_and_a_new_one_joins(server: StateServer) -> None:
+    a = server.attach(1)
+    server.attach(2)
+    server.detach(2)
+    c = server.attach(3)
+    a.up.try_put(wire.encode_publish(b"c", b"after"))
+    assert wait_records(c, 1) == [wire.encode_publish(b"c", b"after")]
+
+
+def test_a_failing_operation_is_answered_with_an_error(server: StateServer) -> None:
+    a = server.attach(1)
+    a.up.try_put(wire.encode_request(5, Op.SET, b"s", wire.F64.pack(wire.NO_TTL) + b"text"))
+    a.up.try_put(wire.encode_request(6, Op.INCR, b"s", wire.TTL_AND_AMOUNT.pack(wire.NO_TTL, 1)))
+    answers = wait_records(a, 2)
+    assert wire.decode_answer(answers[1])[:2] == (6, Status.ERROR)
+    assert b"not an integer" in wire.decode_answer(answers[1])[2]
+    assert ask(a, 7, Op.PING, b"") == b""  # and the server keeps serving
