@@ -92,7 +92,10 @@ class WorkerContext:
         self._served += 1
         if self._table is None:
             return
-        self._table.set_requests(self._record, self._served)
+        # PERF: the shared count feeds status lines only; every 32nd request (and each
+        # heartbeat, see `publish_requests`) keeps it fresh without a write per request.
+        if not self._served & 31:
+            self._table.set_requests(self._record, self._served)
         if self.max_requests and self._served >= self.max_requests and not self._retire_asked:
             self._retire_asked = True
             log.info(
@@ -100,6 +103,11 @@ class WorkerContext:
             )
             self._table.request_retire(self._record)
             self._notify_master()
+
+    def publish_requests(self) -> None:
+        """Write the exact request count to the shared table (called with each heartbeat)."""
+        if self._table is not None:
+            self._table.set_requests(self._record, self._served)
 
     def wait_stop(self, timeout: float | None = None) -> bool:
         """Wait cooperatively until a stop is requested; False if ``timeout`` passed first."""

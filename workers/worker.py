@@ -182,6 +182,7 @@ def _heartbeat(setup: WorkerSetup, stopper: _Stopper) -> None:
     orphaned = False
     while True:
         setup.table.beat(setup.record)
+        stopper.ctx.publish_requests()
         if not orphaned and os.getppid() != setup.master_pid:
             # PR_SET_PDEATHSIG normally fires first; this catches the cases it misses
             # (non-Linux, or the forking thread of the master exited).

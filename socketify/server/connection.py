@@ -274,7 +274,8 @@ class Connection:
         streamed: BodyReader | None = None
         body: bytes | BodyReader
         if not head.has_body:
-            body = self._skip_end()
+            self.parser.next_event()  # the END_OF_MESSAGE of a body-less request
+            body = b""
         elif head.content_length is not None and head.content_length <= STREAM_BODY_OVER:
             body = self._read_body(head)
         else:
@@ -326,10 +327,6 @@ class Connection:
             keep_alive = keep_alive and not res.close_connection
         service.request_done()
         return keep_alive
-
-    def _skip_end(self) -> bytes:
-        self.parser.next_event()  # END_OF_MESSAGE of a body-less request
-        return b""
 
     def _send_special(self, res: Response, keep_alive: bool) -> bool:
         if res.stream_iter is not None and not res.chunked:
