@@ -74,10 +74,11 @@ def test_ready_and_request_done_reach_the_heartbeat_table_and_the_master_pipe() 
         assert table.read(record).ready and os.read(read_fd, 16) == b"w"
         for _ in range(2):
             ctx.request_done()
-        assert table.read(record).requests == 2 and not table.read(record).retiring
+        assert ctx.requests_served == 2 and not table.read(record).retiring
         ctx.request_done()
         assert table.read(record).retiring and os.read(read_fd, 16) == b"w"
         ctx.request_done()  # asks only once, keeps counting
+        ctx.publish_requests()  # the heartbeat writes the exact count
         assert ctx.requests_served == 4 and table.read(record).requests == 4
         with pytest.raises(BlockingIOError):
             os.read(read_fd, 16)
@@ -85,3 +86,14 @@ def test_ready_and_request_done_reach_the_heartbeat_table_and_the_master_pipe() 
     finally:
         os.close(read_fd)
         os.close(write_fd)
+
+
+def test_request_count_reaches_the_table_every_32nd_request_without_a_heartbeat() -> None:
+    table = HeartbeatTable(capacity=2)
+    record = table.allocate()
+    ctx = make_context(table=table, record=record)
+    for _ in range(31):
+        ctx.request_done()
+    assert table.read(record).requests == 0
+    ctx.request_done()
+    assert table.read(record).requests == 32
