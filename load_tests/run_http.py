@@ -4,10 +4,11 @@ parser-free gevent ceiling, with wrk (SPEC §3.1, adapted to a 2-core machine).
 Theory of operation: for each worker count, each server in turn is started in its own process
 group on a free port, polled until GET /ping answers 200, probed once over a raw socket (bytes
 per response, so header equivalence is visible), warmed up, measured with wrk, and stopped
-(SIGTERM to the group, SIGKILL after 3 s). With 1 worker the server is pinned to CPU 1 and
-`wrk -t1` to CPU 0; with more workers nothing is pinned and wrk competes with the workers for a
-core. One table is printed and saved as JSON plus an SVG chart in load_tests/results/.
-Results are noisy: compare the ratios within one run, not absolute figures across runs.
+(SIGTERM to the group, SIGKILL after 3 s). `wrk -t1` is always pinned to CPU 0; with 1 worker
+the server is pinned to CPU 1, with more the workers are free, so they share CPU 1 and what
+wrk leaves of CPU 0. One table is printed and saved as JSON plus an SVG chart in
+load_tests/results/. Results are noisy: compare the ratios within one run, not absolute
+figures across runs.
 """
 
 from __future__ import annotations
@@ -78,13 +79,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def measure(contender: Contender, workers: int, args: argparse.Namespace) -> Measurement:
     """Start one server, probe it, run wrk against it, and stop it."""
     pinned_run = workers == 1
-    pinning = f"server cpu {SERVER_CPU}, wrk cpu {WRK_CPU}" if pinned_run else "none"
+    pinning = f"server cpu {SERVER_CPU}, wrk cpu {WRK_CPU}" if pinned_run else f"wrk cpu {WRK_CPU}"
     port = free_port()
     argv = pinned(contender.command(port, workers), SERVER_CPU if pinned_run else None)
     run = WrkRun(
         connections=args.connections,
         duration=args.duration,
-        cpu=WRK_CPU if pinned_run else None,
+        cpu=WRK_CPU,
         pipeline=args.pipeline,
     )
     try:
@@ -179,8 +180,8 @@ def _pinning_note(workers: int) -> str:
             f"wrk -t1 pinned to CPU {WRK_CPU}."
         )
     return (
-        f"{workers} workers: nothing pinned; wrk -t1 competes with the workers for a core "
-        f"({os.cpu_count()} cores), so expect less than {workers}x one worker."
+        f"{workers} workers: wrk -t1 pinned to CPU {WRK_CPU}, workers free; wrk needs most of "
+        f"a core, so on {os.cpu_count()} cores expect well under {workers}x one worker."
     )
 
 
