@@ -104,12 +104,19 @@ class Server(Registrar):
 
     # -- registration ---------------------------------------------------------------------
 
-    def use(self, middleware: Middleware) -> Server:
-        """Add a global middleware `(req, res, next)`; runs for every request, in order."""
+    def use(self, middleware: Middleware, *, first: bool = False) -> Server:
+        """Add a global middleware `(req, res, next)`; runs for every request, in order.
+
+        `first=True` puts it before those already added (the CLI's access log does this, so
+        it sees every request, including those an app middleware answers itself).
+        """
         self.router.check_open()
         if not callable(middleware):
             raise TypeError("middleware must be callable as (req, res, next)")
-        self._middleware.append(middleware)
+        if first:
+            self._middleware.insert(0, middleware)
+        else:
+            self._middleware.append(middleware)
         return self
 
     def _add(self, method: str, pattern: str, handler: Callable[..., Any]) -> Route:

@@ -47,6 +47,8 @@ run options:
   --preload                import the app once in the master before forking
   --reload                 restart workers when a .py file changes (development)
   --access-log FILE        access log file (default: stderr)
+  --access-log-format F    log every request: dev, common or json (default: only what the
+                           app logs with logging.middleware)
   --error-log FILE         error log file (default: stderr)
   --log-level LEVEL        debug, info, warning, error (default: info)
 """
@@ -151,6 +153,7 @@ def _parse_run(args: list[str]) -> argparse.Namespace:
     parser.add_argument("--preload", action="store_true")
     parser.add_argument("--reload", action="store_true")
     parser.add_argument("--access-log")
+    parser.add_argument("--access-log-format", choices=("dev", "common", "json"))
     parser.add_argument("--error-log")
     parser.add_argument("--log-level", default="info")
     if "-h" in args or "--help" in args:
@@ -175,7 +178,7 @@ def run(options: argparse.Namespace) -> int:
     """`socketify run APP`: become the master of pre-forked workers serving APP."""
     configure_logging(options.log_level, options.error_log, options.access_log)
     from socketify.server.schemes import BindPlan, SchemeError
-    from socketify.server.worker import AppLoadError, ServeApp, load_app
+    from socketify.server.worker import AppLoadError, ServeApp, add_access_log, load_app
     from socketify.tls import TlsError, TlsOptions
     from workers.sockets import BindError
 
@@ -198,7 +201,12 @@ def run(options: argparse.Namespace) -> int:
             tls=tls is not None or bool(settings.tls),
             redirect_http=options.redirect_http,
         )
-        target = ServeApp(options.app if app is None else app, tls=tls, plan=plan)
+        target = ServeApp(
+            options.app if app is None else app,
+            tls=tls,
+            plan=plan,
+            access_log_format=options.access_log_format,
+        )
         tls = tls or (app.settings.tls if app is not None else None)
         if tls is not None:
             tls.build_context()  # fail here, in one line, rather than in every worker
@@ -213,6 +221,8 @@ def run(options: argparse.Namespace) -> int:
     except SchemeError as exc:
         raise UsageError(str(exc)) from None
     if options.workers == 0:
+        if options.access_log_format:
+            add_access_log(target.app, options.access_log_format)
         return _run_in_process(target.app, list(plan.binds), target.tls, plan)
     return _run_master(options, target, settings, list(plan.binds))
 

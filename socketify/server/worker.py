@@ -85,19 +85,36 @@ def probe_app(spec: str) -> None:
     print(json.dumps(settings))
 
 
+def add_access_log(app: Server, log_format: str) -> None:
+    """Log every request of `app` to `socketify.access` (the `--access-log-format` flag)."""
+    from socketify import logging as access_logging
+
+    app.use(
+        access_logging.middleware(format=log_format, trust_proxy=app.settings.trust_proxy),
+        first=True,
+    )
+
+
 class ServeApp:
     """The workers' target: `ServeApp(app_or_spec)(ctx)` serves until the master stops us.
 
     `tls` (TlsOptions from the command line) overrides the app's own `tls` setting; `plan`
-    says which binds serve plain HTTP beside it (`--bind http://...`, see server.schemes).
+    says which binds serve plain HTTP beside it (`--bind http://...`, see server.schemes);
+    `access_log_format` ("dev", "common" or "json") logs every request from the command line.
     """
 
     def __init__(
-        self, app: Server | str, *, tls: TlsOptions | None = None, plan: BindPlan | None = None
+        self,
+        app: Server | str,
+        *,
+        tls: TlsOptions | None = None,
+        plan: BindPlan | None = None,
+        access_log_format: str | None = None,
     ) -> None:
         self.app = app
         self.tls = tls
         self.plan = plan
+        self.access_log_format = access_log_format
 
     def __call__(self, ctx: WorkerContext) -> None:
         import gevent
@@ -105,6 +122,8 @@ class ServeApp:
         from socketify.server.schemes import services_for
 
         app = load_app(self.app) if isinstance(self.app, str) else self.app
+        if self.access_log_format:
+            add_access_log(app, self.access_log_format)
         tls = self.tls or app.settings.tls
         services = services_for(
             app, ctx.sockets, tls=tls, plan=self.plan, on_request=ctx.request_done

@@ -233,3 +233,19 @@ def test_run_http_on_a_missing_directory_exits_1(tmp_path: Path) -> None:
     result = run_cli("--run-http", str(tmp_path / "nope"), "--port", str(free_port()))
     assert result.returncode == 1
     assert result.stderr.startswith("error: not a directory:")
+
+
+def test_access_log_format_flag_logs_every_request_before_app_middleware(
+    serve: Launcher, tmp_path: Path
+) -> None:
+    log_file = tmp_path / "access.log"
+    server = serve(args=["--access-log-format", "common", "--access-log", str(log_file)])
+    assert get(server.address, "/ping").status == 200
+    assert get(server.address, "/no-such-route").status == 404
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and "no-such-route" not in log_file.read_text():
+        time.sleep(0.05)
+    # The launcher's readiness probe is logged too; our two requests come last, in order.
+    lines = log_file.read_text().splitlines()[-2:]
+    assert '"GET /ping HTTP/1.1" 200' in lines[0]
+    assert '"GET /no-such-route HTTP/1.1" 404' in lines[1]
