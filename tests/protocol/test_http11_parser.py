@@ -369,3 +369,21 @@ def test_any_split_of_the_corpus_gives_the_same_events(data: st.DataObject) -> N
             last = cut
             events.extend(drain(parser))
     assert describe(merge_bodies(events)) == describe(parse(raw))
+
+
+def test_cached_heads_still_obey_each_parsers_limits() -> None:
+    raw = b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n"
+    roomy = RequestParser(max_body_size=10_000)
+    roomy.feed(raw)
+    assert heads([roomy.next_event()])  # parsed and remembered
+    assert refusal(raw, max_body_size=1000) == 413  # same bytes, smaller limit
+    long_target = b"GET /" + b"a" * 3000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+    assert heads(parse(long_target))
+    assert refusal(long_target, max_target_size=2048) == 414
+
+
+def test_repeated_heads_give_equal_but_separate_head_objects() -> None:
+    raw = b"GET /again HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n\r\n" * 2
+    first, second = heads(parse(raw))
+    assert first is not second
+    assert describe([first]) == describe([second])

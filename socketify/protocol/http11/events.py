@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 __all__ = ["CLOSED", "END_OF_MESSAGE", "NEED_DATA", "ParseError", "RequestHead"]
 
@@ -89,6 +89,22 @@ class RequestHead:
             headers = [(name.lower(), value.strip(" \t")) for name, _, value in fields]
             self._headers = headers
         return headers
+
+    def fields(self) -> tuple[Any, ...]:
+        """The constructor arguments that rebuild an equal head (used by the head cache)."""
+        return (
+            self.method,
+            self.target,
+            self.path,
+            self.query_string,
+            self.version,
+            None,
+            self.content_length,
+            self.chunked,
+            self.keep_alive,
+            self.expect_continue,
+            self._raw_headers,
+        )
 
     @property
     def has_body(self) -> bool:
