@@ -3,8 +3,9 @@
 Theory of operation. Each key (by default the client address) owns a bucket of `capacity`
 tokens that refills at `refill_per_second`; a request takes one token or is answered 429. The
 bucket lives in a `socketify.stores.Store` whose `take()` refills and takes in one atomic
-step, so the same middleware is per-process with the default `MemoryStore` and global when
-given a cross-worker or Redis store (N workers then never allow N times the quota).
+step. The default store is the cross-worker `SharedStore` (the master's store under
+`socketify run`, Redis when SOCKETIFY_STATE_URL is set, a private one otherwise), so N workers
+never allow N times the quota.
 
 Headers, with `standard_headers`: `RateLimit-Limit` and `RateLimit-Remaining` on every
 response; on 429 also `RateLimit-Reset` and `Retry-After` (seconds until a token is back, at
@@ -14,13 +15,15 @@ headers. A key function returning "" or None exempts the request.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from socketify.middleware.proxy import TrustProxy, client_ip_resolver
 from socketify.response import TEXT_PLAIN
-from socketify.stores import MemoryStore, Store
+from socketify.shared_store import SharedStore
+from socketify.stores import Store
 
 if TYPE_CHECKING:
     from socketify.request import Request
@@ -30,6 +33,7 @@ __all__ = ["middleware"]
 
 Next = Callable[[], None]
 _NEVER_REFILLS = 3600  # Retry-After when refill_per_second is 0 (SPEC)
+_instances = itertools.count(1)
 
 
 def middleware(
@@ -41,20 +45,23 @@ def middleware(
     standard_headers: bool = True,
     message: str = "Too Many Requests\n",
     trust_proxy: TrustProxy = False,
-    prefix: str = "ratelimit:",
+    prefix: str | None = None,
 ) -> Callable[[Request, Response, Next], None]:
     """Allow `capacity` requests in a burst, refilled at `refill_per_second`, per key.
 
     `key(req)` defaults to the client address (`trust_proxy` as in `socketify.middleware.
-    proxy`); `store` defaults to a `MemoryStore` private to this middleware; `prefix` keeps
-    several limiters apart in one shared store.
+    proxy`); `store` defaults to the cross-worker `SharedStore`; `prefix` keeps several
+    limiters apart in one store (by default each limiter gets its own, numbered in creation
+    order, which is the same in every worker because each one builds the same app).
     """
     if capacity < 1:
         raise ValueError("capacity must be at least 1")
     if refill_per_second < 0:
         raise ValueError("refill_per_second must be >= 0")
     key_of = key or _address_key(trust_proxy)
-    buckets: Store = store if store is not None else MemoryStore()
+    buckets: Store = store if store is not None else SharedStore()
+    if prefix is None:
+        prefix = f"ratelimit:{next(_instances)}:"
     limit = str(math.floor(capacity))
 
     def ratelimit_middleware(req: Request, res: Response, next: Next) -> None:

@@ -117,13 +117,21 @@ def test_forwarded_for_is_ignored_unless_trusted() -> None:
 
 def test_limiters_share_a_store_through_prefixes() -> None:
     store = MemoryStore()
-    first = app(ratelimit.middleware(capacity=1, refill_per_second=0, store=store))
+    first = app(ratelimit.middleware(capacity=1, refill_per_second=0, store=store, prefix="a:"))
     second = app(
         ratelimit.middleware(capacity=1, refill_per_second=0, store=store, prefix="other:")
     )
     assert first.get("/").status == 200 and second.get("/").status == 200
-    shared = app(ratelimit.middleware(capacity=1, refill_per_second=0, store=store))
+    shared = app(ratelimit.middleware(capacity=1, refill_per_second=0, store=store, prefix="a:"))
     assert shared.get("/").status == 429  # same prefix, same bucket: global quota
+
+
+def test_limiters_without_a_prefix_keep_their_own_buckets_in_one_store() -> None:
+    store = MemoryStore()
+    first = app(ratelimit.middleware(capacity=1, refill_per_second=0, store=store))
+    second = app(ratelimit.middleware(capacity=1, refill_per_second=0, store=store))
+    assert first.get("/").status == 200 and second.get("/").status == 200
+    assert first.get("/").status == 429 and second.get("/").status == 429
 
 
 def test_invalid_options_are_refused() -> None:

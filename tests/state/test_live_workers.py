@@ -128,6 +128,19 @@ def test_a_shared_cache_entry_is_seen_by_every_worker(two_workers: LiveServer) -
     assert set(seen.values()) == {"blue"} and len(seen) == 2
 
 
+def test_the_default_rate_limit_store_is_shared_by_the_workers(two_workers: LiveServer) -> None:
+    statuses: list[int] = []
+    pids: set[int] = set()
+    for _ in range(60):
+        status, data, _ = fetch(two_workers, "/limited-by-default")
+        statuses.append(status)
+        if status == 200:
+            pids.add(data["pid"])
+    assert statuses.count(200) == 20  # not 20 per worker
+    assert statuses.count(429) == 40
+    assert len(pids) == 2
+
+
 def test_a_100_per_minute_limit_holds_within_2_across_two_workers(
     two_workers: LiveServer,
 ) -> None:

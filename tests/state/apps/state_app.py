@@ -55,6 +55,8 @@ def limited_ping(req, res):
 server.get("/count", count).use(session_mw)
 server.get("/peek", peek).use(session_mw)
 server.get("/limited", limited_ping).use(limited)
+# No store given: the default must be global across workers too.
+server.get("/limited-by-default", limited_ping).use(ratelimit(capacity=20, refill_per_second=0))
 
 
 @server.get("/cache/set/:key/:value")
