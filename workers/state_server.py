@@ -189,8 +189,15 @@ class StateServer:
         with self._lock:
             changes = self._changes
             if attach_only:
-                count = next((i for i, c in enumerate(changes) if c[1] is None), len(changes))
-                changes, self._changes = changes[:count], changes[count:]
+                # Detachments wait, and so does anything queued behind one for the same
+                # record (its order matters); attachments of other records go ahead, so a
+                # worker attached after some other worker left still gets every publish.
+                now: list[tuple[int, Endpoint | None]] = []
+                later: list[tuple[int, Endpoint | None]] = []
+                for change in changes:
+                    waits = change[1] is None or any(r == change[0] for r, _ in later)
+                    (later if waits else now).append(change)
+                changes, self._changes = now, later
             else:
                 self._changes = []
         for record, endpoint in changes:
