@@ -80,6 +80,9 @@ class WorkerContext:
             return
         self._ready = True
         if self._table is not None:
+            # Beat first: the heartbeat greenlet has not run while the app was imported, and
+            # the master must not judge a worker that is already accepting as silent.
+            self._table.beat(self._record)
             self._table.mark_ready(self._record)
         self._notify_master()
 

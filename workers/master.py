@@ -66,6 +66,7 @@ IDLE_TICK = 0.5
 KILL_MARGIN = 1.0  # a draining worker gets graceful_timeout plus this before SIGKILL
 QUICK_STOP_TIMEOUT = 2.0  # an immediate stop waits this long before SIGKILL
 RELOAD_POLL = 1.0
+BOOT_ALLOWANCE = 30.0  # a booting worker imports the app before it can beat; give it this long
 
 
 class BootError(RuntimeError):
@@ -376,6 +377,8 @@ class Master:
                 log.info("%s served %d requests; recycling", proc.describe(), record.requests)
             timeout = self.config.timeout
             if timeout and not proc.stop_sent and not proc.killed:
+                if not proc.ready:
+                    timeout = max(timeout, BOOT_ALLOWANCE)
                 silent = now - record.last_beat
                 if silent > timeout:
                     message = "%s silent for %.1fs (timeout %gs); killing it"

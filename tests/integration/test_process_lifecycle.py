@@ -291,7 +291,27 @@ def test_worker_whose_hub_is_blocked_past_timeout_is_replaced(serve: Launcher) -
         # The client of the frozen worker sees its connection end, not a 12 s hang.
         assert Reader(sock).at_eof(timeout=3), server.output()
     assert f"pid {frozen}" in server.output() and "silent for" in server.output()
-    wait_for(lambda: get(server.address, "/ping").body == b"pong", 5, message="serving again")
+    try:
+        wait_for(lambda: get(server.address, "/ping").body == b"pong", 5, message="serving again")
+    except (OSError, AssertionError) as exc:
+        raise AssertionError(f"not serving again: {exc!r}\n{server.output()}") from exc
+
+
+def test_worker_whose_app_import_outlasts_the_timeout_is_not_killed_while_booting(
+    serve: Launcher,
+) -> None:
+    # The heartbeat cannot run while the app is imported; booting gets its own allowance.
+    server = serve(
+        "apps.slow_boot:server",
+        workers=1,
+        args=["--timeout", "1"],
+        env={"SLOW_BOOT_SECONDS": "2.5"},
+    )
+    (booted,) = server.workers()
+    assert get(server.address, "/ping").body == f"pong {booted}".encode()
+    time.sleep(1.5)  # past the timeout again: a ready worker that beats is left alone
+    assert server.workers() == [booted]
+    assert "silent for" not in server.output(), server.output()
 
 
 def test_graceful_timeout_of_the_apps_server_bounds_the_drain_under_socketify_run(
