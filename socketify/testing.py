@@ -4,6 +4,8 @@
 is written as bytes, parsed by the real parser with the server's limits, dispatched by
 `Server.handle`, serialized, and the bytes parsed back — with no sockets and no gevent, so
 parser refusals, HEAD, 204/304 and chunked streams behave exactly as on the wire.
+`client.websocket(path)` and `client.sse(path)` keep the connection open after the upgrade;
+they run the real connection code in a greenlet (see `socketify.testing_realtime`).
 
 `LiveServer("module:server")` starts `socketify run` in a subprocess on a free port, for tests
 that need real processes and sockets; it is also the `live_server` pytest fixture.
@@ -11,6 +13,7 @@ that need real processes and sockets; it is also the `live_server` pytest fixtur
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import signal
@@ -19,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -40,6 +43,7 @@ from socketify.response import Response
 
 if TYPE_CHECKING:
     from socketify.app import Server
+    from socketify.testing_realtime import EventStreamSession, WebSocketSession
 
 __all__ = ["LiveServer", "TestClient", "TestResponse"]
 
@@ -104,20 +108,81 @@ class TestClient:
     ) -> TestResponse:
         """Send one request and return the response the client would receive."""
         body, content_type = _encode_body(data, json)
-        target = path + ("?" + urlencode(query, doseq=True) if query else "")
-        fields: dict[str, str] = {"Host": "testserver"}
+        fields: dict[str, str] = {}
         if content_type:
             fields["Content-Type"] = content_type
         if body or method in ("POST", "PUT", "PATCH"):
             fields["Content-Length"] = str(len(body))
-        if self.cookies:
-            fields["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         fields.update(headers or {})
-        head = "".join(f"{name}: {value}\r\n" for name, value in fields.items())
-        raw = f"{method} {target} {version}\r\n{head}\r\n".encode("latin-1") + body
+        raw = self._request_bytes(method, path, query, fields, version) + body
         response = TestResponse(self.exchange(raw))
         self._store_cookies(response)
         return response
+
+    def websocket(
+        self,
+        path: str,
+        *,
+        subprotocols: Sequence[str] = (),
+        headers: Mapping[str, str] | None = None,
+        query: Mapping[str, Any] | None = None,
+        timeout: float = 5.0,
+    ) -> WebSocketSession:
+        """Open a WebSocket to `path`, served in-process by the real connection code.
+
+        Needs gevent (the server side runs in a greenlet); raises `UpgradeRefused` with the
+        response when the server does not switch protocols.
+        """
+        from socketify.server.in_process import open_connection
+        from socketify.testing_realtime import open_websocket
+
+        fields = {
+            "Upgrade": "websocket",
+            "Connection": "Upgrade",
+            "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode(),
+            "Sec-WebSocket-Version": "13",
+        }
+        if subprotocols:
+            fields["Sec-WebSocket-Protocol"] = ", ".join(subprotocols)
+        fields.update(headers or {})
+        raw = self._request_bytes("GET", path, query, fields, "HTTP/1.1")
+        return open_websocket(open_connection(self.server, self.remote_addr), raw, timeout)
+
+    def sse(
+        self,
+        path: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        query: Mapping[str, Any] | None = None,
+        last_event_id: str | None = None,
+        timeout: float = 5.0,
+    ) -> EventStreamSession:
+        """Subscribe to the event stream at `path`, served in-process (needs gevent)."""
+        from socketify.server.in_process import open_connection
+        from socketify.testing_realtime import open_event_stream
+
+        fields = {"Accept": "text/event-stream"}
+        if last_event_id is not None:
+            fields["Last-Event-ID"] = last_event_id
+        fields.update(headers or {})
+        raw = self._request_bytes("GET", path, query, fields, "HTTP/1.1")
+        return open_event_stream(open_connection(self.server, self.remote_addr), raw, timeout)
+
+    def _request_bytes(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, Any] | None,
+        headers: Mapping[str, str],
+        version: str,
+    ) -> bytes:
+        target = path + ("?" + urlencode(query, doseq=True) if query else "")
+        fields: dict[str, str] = {"Host": "testserver"}
+        if self.cookies:
+            fields["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        fields.update(headers)
+        head = "".join(f"{name}: {value}\r\n" for name, value in fields.items())
+        return f"{method} {target} {version}\r\n{head}\r\n".encode("latin-1")
 
     def exchange(self, raw: bytes) -> bytes:
         """Feed raw request bytes (one request) and return the raw response bytes."""
@@ -193,7 +258,7 @@ def _encode_body(data: Any, json: Any) -> tuple[bytes, str | None]:
 
 def _serialize(res: Response, keep_alive: bool) -> bytes:
     if res.upgrade is not None:
-        raise NotImplementedError("TestClient does not run upgraded connections")
+        raise TypeError("an upgrade answer: use TestClient.websocket() or TestClient.sse()")
     if res.file_path is None and res.stream_iter is None:
         return res.to_bytes(keep_alive)
     out = [res.head_bytes(keep_alive)]

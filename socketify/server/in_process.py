@@ -1,0 +1,37 @@
+"""One connection served in this process and thread, for `TestClient` upgrades.
+
+The connection runs the real `Connection` code (parser limits, upgrade hand-over, the
+`Outbound` writer, close handshakes) in a greenlet on one end of a socket pair; the caller
+talks on the other end through gevent's cooperative socket, so the two take turns on this
+thread's hub. No listener, no port, no worker process.
+"""
+
+from __future__ import annotations
+
+import _socket
+import socket
+from typing import TYPE_CHECKING, Any
+
+import gevent
+from gevent import socket as cooperative
+
+from socketify.server.connection import Connection
+from socketify.server.service import HttpService
+
+if TYPE_CHECKING:
+    from socketify.app import Server
+
+__all__ = ["open_connection"]
+
+
+def open_connection(app: Server, remote_addr: str) -> Any:
+    """A cooperative client socket whose peer is a connection served by `app`."""
+    service = HttpService(app, [])
+    ours, theirs = socket.socketpair()
+    # The C-level socket class, non-blocking, as the accept loop hands them to connections.
+    raw = _socket.socket(ours.family, ours.type, ours.proto, ours.detach())
+    raw.setblocking(False)
+    conn = Connection(service, raw, remote_addr)
+    service.connections.add(conn)
+    conn.greenlet = gevent.spawn_raw(conn.serve)
+    return cooperative.socket(fileno=theirs.detach())
