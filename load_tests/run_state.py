@@ -4,7 +4,7 @@
 
 Starts `socketify run load_tests.apps.state_routes:server --workers 2` once and, in each
 round, runs wrk (-t1, nothing pinned: see README "Pinning") on `/ping`, `/session` (one
-session cookie: every request loads it from the master's store and saves it back) and
+session cookie: every request loads it from the cross-worker store and saves it back) and
 `/limited` (one token taken from the global bucket per request), back to back. It prints
 each round's req/s and the ratios to /ping of the same round, then the median ratio.
 Bars (issue 4): session >= 0.6x /ping, rate-limited >= 0.7x /ping.

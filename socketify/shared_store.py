@@ -9,8 +9,10 @@ may happen in the master before the fork (`--preload`):
 
 1. a URL (the `url` argument, else the `SOCKETIFY_STATE_URL` environment variable): a
    `socketify.backends.redis.RedisStore`, shared by every host that uses the same Redis;
-2. else, in a worker of the pre-fork master: the master's store (`workers.state.client()`),
-   shared by every worker of this server and kept when any of them dies;
+2. else, in a worker of the pre-fork master: the cross-worker store (`workers.state.client()`:
+   a hash table in shared memory the master made before forking, which each worker reads and
+   updates itself, with the master's own store for entries too large for it), shared by every
+   worker of this server and kept when any of them dies;
 3. else (`workers=0`, `TestClient`, scripts): one store private to this process.
 
 The choice is remade in a forked child. Every operation is atomic on its own; `take()` is a
@@ -74,7 +76,8 @@ class SharedStore:
 
     @property
     def kind(self) -> str:
-        """`"redis"`, `"master"` or `"local"`: where the data lives for this process."""
+        """`"redis"`, `"master"` (the master's shared memory) or `"local"`: where the data
+        lives for this process."""
         url = self._url or os.environ.get(STATE_URL_ENV)
         if url:
             return "redis"

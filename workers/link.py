@@ -65,6 +65,9 @@ class Link:
 
         self._up: Ring = endpoint.up
         self._down: Ring = endpoint.down
+        self.table = endpoint.table
+        if self.table is not None:
+            self.table.pause = gevent.sleep  # a lock waiter lets this worker's greenlets run
         self.on_publish = on_publish
         self.timeout = timeout
         self._next_id = 0

@@ -5,11 +5,14 @@
     store.get("sess:42")                    # the same bytes, from any worker
     allowed, remaining, reset = store.take("rl:10.0.0.1", capacity=100, refill_per_second=1.6)
 
-Every call is one request to the master's state server (``workers.state_server``) and waits
-cooperatively for its answer, so when it returns the change is visible to every worker
-(read-your-writes across workers) and survives the death of this one. Values are bytes; keys
-are ``str``. ``LocalState`` offers the same methods on an in-process ``KeyValueStore`` for a
-process without a master (``workers=0``, tests), so callers need not care which they have.
+In a worker, ``client()`` is a ``workers.table_store.TableStore``: the worker runs each
+operation itself on the hash table every worker maps (``workers.table``), under a short lock,
+and only what does not fit there goes to the master's state server (``workers.state_server``)
+through a ``StateClient``. Either way, when a call returns the change is visible to every
+worker (read-your-writes across workers) and survives the death of this one. Values are
+bytes; keys are ``str``. ``LocalState`` offers the same methods on an in-process
+``KeyValueStore`` for a process without a master (``workers=0``, tests), so callers need not
+care which they have.
 
 ``StateError`` is raised for a refused operation (a non-integer ``incr``, a bad TTL, a value
 over the rings' record limit); ``StateUnavailable`` when the master does not answer in time.
@@ -23,6 +26,7 @@ from typing import Protocol
 from workers import wire
 from workers.kvstore import KeyValueStore
 from workers.link import Link, StateError, StateUnavailable
+from workers.table_store import TableStore
 from workers.wire import Op, Status
 
 __all__ = [
@@ -35,18 +39,23 @@ __all__ = [
     "install",
 ]
 
-_client: StateClient | None = None
+_client: StateOps | None = None
 
 
-def client() -> StateClient | None:
-    """This worker's client of the master's store; None outside a pre-forked worker."""
+def client() -> StateOps | None:
+    """This worker's view of the cross-worker store; None outside a pre-forked worker."""
     return _client
 
 
-def install(link: Link | None) -> StateClient | None:
+def install(link: Link | None) -> StateOps | None:
     """Set (or with None, clear) this process's client; done by the worker at boot."""
     global _client
-    _client = StateClient(link) if link is not None else None
+    if link is None:
+        _client = None
+    elif link.table is None:
+        _client = StateClient(link)
+    else:
+        _client = TableStore(link.table, StateClient(link))
     return _client
 
 
@@ -78,8 +87,11 @@ class StateClient:
         status, body = self._request(Op.GET, key.encode())
         return None if status == Status.MISSING else body
 
-    def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
-        """Store ``value`` under ``key`` for ``ttl`` seconds (None: no expiry)."""
+    def set(self, key: str, value: bytes, ttl: float | None = None, *, wait: bool = False) -> None:
+        """Store ``value`` under ``key`` for ``ttl`` seconds (None: no expiry).
+
+        ``wait=True`` returns once the master has applied it (not only queued it).
+        """
         if not isinstance(value, bytes | bytearray | memoryview):
             raise TypeError("store values are bytes; encode them first")
         if len(value) > self.max_value:
@@ -87,9 +99,13 @@ class StateClient:
                 f"a value of {len(value)} bytes exceeds the cross-worker store's limit of "
                 f"{self.max_value} bytes"
             )
+        args = wire.F64.pack(_ttl(ttl)) + bytes(value)
+        if wait:
+            self._request(Op.SET, key.encode(), args)
+            return
         # Posted, not waited for: the master applies it before answering any request that
         # could have been caused by what this worker does next (see workers.state_server).
-        self._link.post(Op.SET, key.encode(), wire.F64.pack(_ttl(ttl)) + bytes(value))
+        self._link.post(Op.SET, key.encode(), args)
 
     def delete(self, key: str) -> bool:
         """Remove ``key``; True if it existed."""
@@ -131,8 +147,9 @@ class LocalState:
         """The value of ``key``, or None when absent or expired."""
         return self._store.get(key.encode())
 
-    def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
-        """Store ``value`` under ``key`` for ``ttl`` seconds (None: no expiry)."""
+    def set(self, key: str, value: bytes, ttl: float | None = None, *, wait: bool = False) -> None:
+        """Store ``value`` under ``key`` for ``ttl`` seconds (None: no expiry; ``wait`` is
+        accepted for ``StateClient``'s sake: here every write is applied at once)."""
         if not isinstance(value, bytes | bytearray | memoryview):
             raise TypeError("store values are bytes; encode them first")
         try:

@@ -1,5 +1,11 @@
 """The master's state server: one thread that owns the store and relays the bus.
 
+Most store operations never come here: workers run them on the shared table the server makes
+before the first fork (``workers.table``, ``workers.table_store``). This thread's store holds
+what the table cannot (values too large for a slot, keys of a group that filled up), and the
+worker that needs such a key asks for it as below. With ``SOCKETIFY_STATE_TABLE=0`` in the
+master's environment there is no table and this thread serves every operation.
+
 Theory of operation
 -------------------
 For every worker process it forks, the master first calls ``attach(record)``, which makes a
@@ -41,6 +47,7 @@ from dataclasses import dataclass
 from workers import wire
 from workers.kvstore import KeyValueStore
 from workers.shm import Ring, RingFull
+from workers.table import SharedTable
 from workers.wire import Op, Status
 
 __all__ = ["Endpoint", "StateServer"]
@@ -52,14 +59,16 @@ MAX_RECORD = 1 << 20
 BACKLOG_LIMIT = 64 << 20
 IDLE_WAIT = Ring.WAIT_BOUND  # seconds: bounds a lost wake-up (see workers.shm)
 BACKLOG_WAIT = 0.001  # poll period while some worker has a backlog to flush
+TABLE_ENV = "SOCKETIFY_STATE_TABLE"  # "0": no shared table, the master serves every operation
 
 
 @dataclass(frozen=True)
 class Endpoint:
-    """A worker's rings: it writes ``up`` and reads ``down``."""
+    """A worker's rings (it writes ``up`` and reads ``down``) and the table all workers share."""
 
     up: Ring
     down: Ring
+    table: SharedTable | None = None
 
 
 class _Peer:
@@ -82,8 +91,12 @@ class StateServer:
         ring_capacity: int = RING_CAPACITY,
         max_record: int = MAX_RECORD,
         store: KeyValueStore | None = None,
+        table: SharedTable | None = None,
     ) -> None:
         self.store = store if store is not None else KeyValueStore()
+        # Workers run most store operations on this table themselves (``workers.table_store``);
+        # this thread's store holds what does not fit there.
+        self.table = table if table is not None else _make_table()
         self._ring_capacity = ring_capacity
         self._max_record = max_record
         self._lock = threading.Lock()  # guards _changes between the main thread and ours
@@ -115,6 +128,7 @@ class StateServer:
         endpoint = Endpoint(
             Ring(self._ring_capacity, self._max_record),
             Ring(self._ring_capacity, self._max_record),
+            self.table,
         )
         old = self._endpoints.pop(record, None)
         if old is not None:
@@ -144,6 +158,8 @@ class StateServer:
             self._epoll.close()
             os.close(self._control)
             self._control = -1
+        if self.table is not None:
+            self.table.close()
 
     def _change(self, record: int, endpoint: Endpoint | None) -> None:
         with self._lock:
@@ -336,6 +352,16 @@ def _answered(record: bytes) -> bool:
 
 def _ttl(value: float) -> float | None:
     return None if math.isnan(value) else value
+
+
+def _make_table() -> SharedTable | None:
+    if os.environ.get(TABLE_ENV, "1") == "0":
+        return None  # every operation through this thread (to compare, or by choice)
+    try:
+        return SharedTable()
+    except (OSError, AttributeError) as exc:  # no memfd, or a C library without robust mutexes
+        log.warning("no shared table (%s): every store operation goes to the master", exc)
+        return None
 
 
 def _close(endpoint: Endpoint) -> None:

@@ -89,3 +89,10 @@ def bus_publish(req, res):
 @server.get("/bus/received")
 def bus_received(req, res):
     res.json({"pid": os.getpid(), "received": {k: v for k, v in received.items() if k[0] != "_"}})
+
+
+@server.get("/store-kind")
+def store_kind(req, res):
+    import workers.state
+
+    res.json({"pid": os.getpid(), "kind": type(workers.state.client()).__name__})
