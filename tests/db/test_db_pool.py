@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
@@ -174,12 +175,22 @@ def test_after_fork_inherited_connections_are_neither_reused_nor_closed(
     pool = BoundedPool(recipe, size=1, timeout=0.1)
     parent_con, _ = pool.connect()
     pool.release(parent_con)
-    monkeypatch.setattr(pool_module.os, "getpid", lambda: -12345)  # "we are the child now"
+    monkeypatch.setattr(pool_module, "_pid", -12345)  # "we are the child now"
     child_con, is_new = pool.connect()
     assert is_new and child_con is not parent_con
     assert not parent_con.closed  # closing it would end the parent's server session
     assert parent_con in pool_module._inherited
     pool_module._inherited.remove(parent_con)
+
+
+def test_a_forked_child_knows_its_own_pid_without_asking_per_checkout() -> None:
+    """The pool compares a pid noted at fork time; the child must note its own."""
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if the pool's idea of the pid is right
+        os._exit(0 if pool_module._pid == os.getpid() else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert pool_module._pid == os.getpid()
 
 
 def test_close_idle_closes_only_idle_connections(recipe: FakeRecipe) -> None:

@@ -6,12 +6,18 @@ PostgreSQL's client encoding, MySQL's converters). `PonyRecipe` borrows that ste
 pool class, calling it on a private scratch object each time: Pony's pool object is
 thread-local, and sharing it between greenlets would let one greenlet's connection overwrite
 another's while a connect is in flight. Between sessions a connection is rolled back.
+
+PERF: the calls Pony makes on every query skip its generic exception-translating decorator
+(`connect`, `release`, `execute`); a driver error still goes through Pony's translation, so
+callers see the same Pony exceptions as before.
 """
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 from typing import Any
+
+from pony.orm.dbapiprovider import wrap_dbapi_exceptions
 
 from socketify.db.pool import BoundedPool
 
@@ -97,3 +103,37 @@ class Pooled:
         else:
             pool: BoundedPool = self.pool  # type: ignore[attr-defined]
             pool.release(connection)
+
+    def execute(
+        self, cursor: Any, sql: str, arguments: Any = None, returning_id: bool = False
+    ) -> Any:
+        """Run one statement; a driver error is translated exactly as Pony's decorator would.
+
+        The common case (one statement, no new id wanted) runs inline; `executemany` and
+        `returning_id` take Pony's own path, which differs by dialect.
+        """
+        if returning_id or type(arguments) is list:
+            return super().execute(cursor, sql, arguments, returning_id)  # type: ignore[misc]
+        # SQLite keeps the traceback of an error raised inside a Python SQL function only
+        # while a statement runs under Pony's decorator; do the same here.
+        flags = getattr(self, "local_exceptions", None)
+        try:
+            if flags is not None:
+                flags.keep_traceback = True
+            try:
+                if arguments is None:
+                    cursor.execute(sql)
+                else:
+                    cursor.execute(sql, arguments)
+            finally:
+                if flags is not None:
+                    flags.keep_traceback = False
+        except Exception as error:
+            _raise_translated(self, error)
+        return None
+
+
+@wrap_dbapi_exceptions
+def _raise_translated(provider: Any, error: Exception) -> None:
+    """Raise `error` inside Pony's decorator, which turns a driver error into Pony's own."""
+    raise error

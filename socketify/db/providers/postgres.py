@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from pony.orm.dbproviders.postgres import PGProvider
 
 from socketify.db.pool import BoundedPool
 from socketify.db.providers.base import PonyRecipe, Pooled
+from socketify.db.providers.pg_green import GreenConnection, close_watchers, cooperate_with_gevent
 
-__all__ = ["SCHEMA", "PostgresRecipe", "Provider", "cooperate_with_gevent"]
+__all__ = ["SCHEMA", "PostgresRecipe", "Provider"]
 
 SCHEMA = "socketify_schema"
 
@@ -20,6 +20,11 @@ class PostgresRecipe(PonyRecipe):
 
     def prepare(self, con: Any) -> None:
         cooperate_with_gevent()
+
+    def close(self, con: Any) -> None:
+        """Close the connection and the gevent watchers it kept."""
+        close_watchers(con)
+        con.close()
 
 
 class Provider(Pooled, PGProvider):
@@ -33,11 +38,22 @@ class Provider(Pooled, PGProvider):
             self.default_schema_name = schema
             option = f"-c search_path={schema}"
             kwargs["options"] = f"{kwargs['options']} {option}" if "options" in kwargs else option
+        kwargs.setdefault("connection_factory", GreenConnection)
         return super().get_pool(*args, **kwargs)
 
     def make_recipe(self, pony_pool: Any) -> PonyRecipe:
         """PostgreSQL's recipe."""
         return PostgresRecipe(pony_pool)
+
+    def set_transaction_mode(self, connection: Any, cache: Any) -> None:
+        """Pony's, skipped when a read-only session finds the connection already in autocommit.
+
+        PERF: that is every read after the first on a pooled connection; Pony's version would
+        only run its exception-translating decorator to conclude there is nothing to do.
+        """
+        session = cache.db_session
+        if cache.immediate or not connection.autocommit or (session and session.serializable):
+            super().set_transaction_mode(connection, cache)
 
     def adopt_gevent(self) -> None:
         """The process was monkey-patched after connecting: make psycopg2 cooperative now."""
@@ -50,35 +66,3 @@ class Provider(Pooled, PGProvider):
             cursor = connection.cursor()
             cursor.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.default_schema_name}"')
             connection.commit()
-
-
-def cooperate_with_gevent() -> None:
-    """Under gevent, make psycopg2 wait for the server by parking the greenlet, not the hub.
-
-    psycopg2 talks to the server from C (libpq), out of monkey-patching's reach; with a wait
-    callback installed it runs each query asynchronously and asks us to wait for readiness.
-    """
-    monkey = sys.modules.get("gevent.monkey")
-    if monkey is None or not monkey.is_module_patched("socket"):
-        return
-    import psycopg2.extensions as extensions
-
-    if extensions.get_wait_callback() is not None:
-        return
-    from gevent.socket import wait_read, wait_write
-
-    ok, read, write = extensions.POLL_OK, extensions.POLL_READ, extensions.POLL_WRITE
-
-    def wait(con: Any, timeout: float | None = None) -> None:
-        while True:
-            state = con.poll()
-            if state == ok:
-                return
-            if state == read:
-                wait_read(con.fileno(), timeout=timeout)
-            elif state == write:
-                wait_write(con.fileno(), timeout=timeout)
-            else:
-                raise extensions.OperationalError(f"unexpected psycopg2 poll state {state}")
-
-    extensions.set_wait_callback(wait)

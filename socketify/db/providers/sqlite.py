@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from pony.orm import core
 from pony.orm.dbproviders.sqlite import SQLiteProvider
 
 from socketify.db.pool import BoundedPool
@@ -50,6 +51,15 @@ class Provider(Pooled, SQLiteProvider):
             # Shared-cache connections lock whole tables against each other; take turns.
             pool.size = 1
         return pool
+
+    def set_transaction_mode(self, connection: Any, cache: Any) -> None:
+        """Pony's, except that a session which has not written yet costs nothing here.
+
+        PERF: such a session reads in autocommit mode, for which Pony's version only opens a
+        cursor it never uses (behind its exception-translating decorator), on every session.
+        """
+        if cache.immediate or core.local.debug:
+            super().set_transaction_mode(connection, cache)
 
     def adopt_gevent(self) -> None:
         """Rebuild Pony's writer locks from the current `threading` (after monkey-patching)."""

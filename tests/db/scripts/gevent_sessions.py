@@ -127,8 +127,28 @@ def server_side_wait() -> dict[str, object]:
     return {"elapsed": round(time.monotonic() - started, 2), "ticks": ticks - start_ticks}
 
 
+def kept_watchers() -> dict[str, object]:
+    """PostgreSQL only: a pooled connection waits on the same two watchers query after query,
+    and gives them up when the pool closes it."""
+    if db.dialect != "postgres":
+        return {}
+    with db_session:
+        db.select("SELECT 1")
+        con = db.get_connection()
+        first = con.green_watchers
+        db.select("SELECT 2")
+        again = con.green_watchers
+    closed = db.pool.close_idle()
+    return {
+        "kept": first is not None and again is first,
+        "closed": closed,
+        "released": con.green_watchers is None and con.closed != 0,
+    }
+
+
 gevent.spawn(ticker)
 report = {
+    "watchers": kept_watchers(),
     "isolation": session_isolation(),
     "wait": cooperative_wait(),
     "timeout": timeout(),

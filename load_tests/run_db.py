@@ -1,0 +1,297 @@
+"""The database bar: GET /users/:id (one primary-key select in a db_session) vs /ping.
+
+    python load_tests/run_db.py [--rounds 3] [--duration 5] [--connections 50] [--only sqlite]
+
+For SQLite (a WAL file in a temporary directory) and PostgreSQL (a schema of its own in
+database `test` at 127.0.0.1:5432, user postgres, dropped afterwards), starts `socketify run
+load_tests.apps.db_users:server --workers 1` pinned to CPU 1 and runs `wrk -t1` pinned to CPU 0
+against `/ping` and `/users/1`, alternating for several rounds so a noisy neighbour hits both
+alike. It prints each round's req/s and the ratio to /ping of the same round, then the median.
+During the PostgreSQL run a sampler counts the server's backends in `pg_stat_activity` (by the
+run's `application_name`) every 20 ms. Results go to load_tests/results/db-users-*.json.
+Bars (issue 7): SQLite >= 0.5x /ping, PostgreSQL >= 0.3x /ping, PostgreSQL connections never
+above workers x pool_size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for `python load_tests/run_db.py`
+
+from load_tests.harness import (
+    LOAD_TESTS,
+    SERVER_CPU,
+    WRK_CPU,
+    child_pids,
+    exit_on_sigterm,
+    free_port,
+    pinned,
+    serve,
+)
+from load_tests.wrk import WrkResult, WrkRun
+
+APP = "load_tests.apps.db_users:server"
+PG_ADMIN = {"host": "127.0.0.1", "port": 5432, "user": "postgres", "dbname": "test"}
+ROUTES = ("/ping", "/users/1")
+BARS = {"sqlite": 0.5, "postgres": 0.3}
+WORKERS = 1
+SAMPLE_EVERY_S = 0.02
+
+
+@dataclass(frozen=True)
+class RouteRun:
+    """One wrk run, with the CPU time the worker (and PostgreSQL) spent per request."""
+
+    wrk: WrkResult
+    worker_cpu_us: float  # per request, from /proc/<worker>/stat: steadier than req/s
+    postgres_cpu_us: float | None  # per request, summed over the server's backends
+
+
+@dataclass
+class EngineRun:
+    """What one engine's server did: each round's runs per route, and PostgreSQL's backends."""
+
+    engine: str
+    rounds: list[dict[str, RouteRun]] = field(default_factory=list)
+    peak_connections: int | None = None
+
+    def ratios(self) -> list[float]:
+        """/users/1 over /ping in req/s, per round."""
+        return [rate(r["/users/1"]) / rate(r["/ping"]) for r in self.rounds]
+
+    def cpu_ratios(self) -> list[float]:
+        """Worker CPU per request of /ping over /users/1, per round (the ratio CPU allows)."""
+        return [r["/ping"].worker_cpu_us / r["/users/1"].worker_cpu_us for r in self.rounds]
+
+
+def rate(run: RouteRun) -> float:
+    """Requests per second."""
+    return run.wrk.requests_per_sec
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of pid so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def backend_pids(application_name: str) -> list[int]:
+    """The PostgreSQL backends serving connections with this application_name."""
+    import psycopg2
+
+    con = psycopg2.connect(**PG_ADMIN)
+    try:
+        with con.cursor() as cursor:
+            cursor.execute(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+                (application_name,),
+            )
+            return [row[0] for row in cursor.fetchall()]
+    finally:
+        con.close()
+
+
+def timed(run: WrkRun, url: str, worker: int, schema: str | None) -> RouteRun:
+    """Run wrk against url, noting the CPU the worker and the backends used meanwhile."""
+    backends = backend_pids(schema) if schema else []
+    before = [cpu_seconds(pid) for pid in [worker, *backends]]
+    result = checked(run.run(url))
+    after = [cpu_seconds(pid) for pid in [worker, *backends]]
+    spent = [1e6 * (b - a) / result.requests for a, b in zip(before, after, strict=True)]
+    return RouteRun(result, spent[0], sum(spent[1:]) if schema else None)
+
+
+class ConnectionSampler(threading.Thread):
+    """Counts PostgreSQL backends with one application_name until stopped; keeps the peak."""
+
+    def __init__(self, application_name: str) -> None:
+        super().__init__(daemon=True)
+        self.application_name = application_name
+        self.peak = 0
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        import psycopg2
+
+        con = psycopg2.connect(**PG_ADMIN)
+        con.autocommit = True
+        try:
+            with con.cursor() as cursor:
+                while not self.stopped.wait(SAMPLE_EVERY_S):
+                    cursor.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                        (self.application_name,),
+                    )
+                    self.peak = max(self.peak, cursor.fetchone()[0])
+        finally:
+            con.close()
+
+
+@contextlib.contextmanager
+def postgres_schema() -> Iterator[str]:
+    """A fresh schema name (also the application_name); the schema is dropped afterwards."""
+    import psycopg2
+
+    name = f"bench_{uuid.uuid4().hex[:10]}"
+    try:
+        yield name
+    finally:
+        con = psycopg2.connect(**PG_ADMIN)
+        con.autocommit = True
+        with con.cursor() as cursor:
+            cursor.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        con.close()
+
+
+def measure(
+    engine: str, url: str, args: argparse.Namespace, sampler: ConnectionSampler | None
+) -> EngineRun:
+    """Start the app on `url`, warm up, run the rounds; stop it."""
+    port = free_port()
+    argv = pinned(
+        [sys.executable, "-m", "socketify.cli", "run", APP, "--workers", str(WORKERS),
+         "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
+        SERVER_CPU,
+    )  # fmt: skip
+    os.environ["DB_URL"] = url  # inherited by the server (serve() copies os.environ)
+    os.environ["POOL_SIZE"] = str(args.pool_size)
+    run = WrkRun(connections=args.connections, duration=args.duration, cpu=WRK_CPU)
+    result = EngineRun(engine)
+    schema = sampler.application_name if sampler is not None else None
+    with serve(f"socketify+{engine}", argv, port) as server:
+        (worker,) = child_pids(server.pid)
+        base = f"http://127.0.0.1:{port}"
+        if sampler is not None:
+            sampler.start()
+        for route in ROUTES:
+            if args.warmup:
+                checked(WrkRun(args.connections, args.warmup, cpu=WRK_CPU).run(base + route))
+        for number in range(1, args.rounds + 1):
+            runs = {route: timed(run, base + route, worker, schema) for route in ROUTES}
+            result.rounds.append(runs)
+            ping, users = runs["/ping"], runs["/users/1"]
+            pg = f", postgres {users.postgres_cpu_us:.0f}" if users.postgres_cpu_us else ""
+            print(
+                f"  {engine:<9} round {number}: /ping {rate(ping):>7,.0f}  /users/1 "
+                f"{rate(users):>7,.0f} req/s  ratio {rate(users) / rate(ping):.2f}x  |  worker CPU "
+                f"µs/request: /ping {ping.worker_cpu_us:.0f}, /users/1 {users.worker_cpu_us:.0f}"
+                f"{pg}",
+                flush=True,
+            )
+    if sampler is not None:
+        sampler.stopped.set()
+        sampler.join()
+        result.peak_connections = sampler.peak
+    return result
+
+
+def checked(result: WrkResult) -> WrkResult:
+    """The result, unless wrk saw errors: a 404/503 or a reset makes the figure meaningless."""
+    if result.non_2xx or result.socket_errors.total:
+        raise SystemExit(f"{result.non_2xx} non-2xx answers, socket errors {result.socket_errors}")
+    return result
+
+
+def main() -> int:
+    """Run SQLite then PostgreSQL, print the medians and verdicts, save JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=int, default=5, help="wrk seconds per route per round")
+    parser.add_argument("--warmup", type=int, default=1, help="discarded wrk seconds per route")
+    parser.add_argument("--connections", type=int, default=50)
+    parser.add_argument("--pool-size", type=int, default=8)
+    parser.add_argument("--only", action="append", choices=list(BARS), metavar="ENGINE")
+    args = parser.parse_args()
+    exit_on_sigterm()
+    engines = args.only or list(BARS)
+    print(
+        f"GET /ping vs GET /users/1, {WORKERS} worker pinned to CPU {SERVER_CPU}, "
+        f"wrk -t1 -c{args.connections} -d{args.duration}s pinned to CPU {WRK_CPU}, "
+        f"pool_size {args.pool_size}"
+    )
+    runs = []
+    for engine in engines:
+        if engine == "sqlite":
+            with tempfile.TemporaryDirectory() as tmp:
+                runs.append(measure(engine, f"sqlite:///{tmp}/users.db", args, None))
+        else:
+            with postgres_schema() as schema:
+                url = (
+                    f"postgres://postgres@127.0.0.1:5432/test?schema={schema}"
+                    f"&application_name={schema}"
+                )
+                runs.append(measure(engine, url, args, ConnectionSampler(schema)))
+    verdicts = []
+    for run in runs:
+        median = statistics.median(run.ratios())
+        verdict = "PASS" if median >= BARS[run.engine] else "MISS"
+        verdicts.append(verdict)
+        print(
+            f"median {run.engine}: /users/1 {median:.2f}x /ping (bar {BARS[run.engine]}x) "
+            f"{verdict}; by worker CPU per request {statistics.median(run.cpu_ratios()):.2f}x"
+        )
+        if run.peak_connections is not None:
+            limit = WORKERS * args.pool_size
+            ok = "PASS" if run.peak_connections <= limit else "MISS"
+            verdicts.append(ok)
+            print(
+                f"postgres backends of the server, peak: {run.peak_connections} "
+                f"(limit workers x pool_size = {limit}) {ok}"
+            )
+    path = save(runs, args)
+    print(f"\nSaved {path}\nResults are noisy: compare ratios within one run, repeat the run.")
+    return 0 if all(v == "PASS" for v in verdicts) else 1
+
+
+def save(runs: list[EngineRun], args: argparse.Namespace) -> Path:
+    """Write the run as JSON under load_tests/results/."""
+    record = {
+        "scenario": "db-users",
+        "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "workers": WORKERS,
+        "pinning": f"server cpu {SERVER_CPU}, wrk cpu {WRK_CPU}",
+        "connections": args.connections,
+        "duration_s": args.duration,
+        "pool_size": args.pool_size,
+        "bars": BARS,
+        "engines": {
+            run.engine: {
+                "rounds": [
+                    {route: {
+                        **vars(r.wrk), "socket_errors": vars(r.wrk.socket_errors),
+                        "worker_cpu_us_per_request": r.worker_cpu_us,
+                        "postgres_cpu_us_per_request": r.postgres_cpu_us,
+                    } for route, r in runs.items()}
+                    for runs in run.rounds
+                ],
+                "ratios": run.ratios(),
+                "median_ratio": statistics.median(run.ratios()),
+                "cpu_ratios": run.cpu_ratios(),
+                "peak_pg_connections": run.peak_connections,
+            }
+            for run in runs
+        },
+    }  # fmt: skip
+    results = LOAD_TESTS / "results"
+    results.mkdir(exist_ok=True)
+    stamp = f"{datetime.datetime.now():%Y%m%d-%H%M%S}"
+    path = results / f"db-users-c{args.connections}-w{WORKERS}-{stamp}.json"
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    return path
+
+
+if __name__ == "__main__":
+    sys.exit(main())
