@@ -91,7 +91,6 @@ class Request:
         head: RequestHead,
         body: bytes | Iterable[bytes],
         remote_addr: str,
-        *,
         trust_proxy: bool = False,
         scheme: str = "http",
     ) -> None:

@@ -4,7 +4,8 @@ Theory of operation. Handlers and middleware only record: status, headers, cooki
 body kind — buffered bytes, a file range (for sendfile), an iterable stream (chunked), or an
 `upgrade` callable that takes the socket over (SSE, Pulse). Nothing is written until the whole
 chain has returned, so middleware can still add headers after `next()`. The connection then
-calls `to_bytes()` (buffered) or `head_bytes()` and sends the body itself.
+calls `to_bytes()` (buffered) or `head_bytes()` and sends the body itself; both live in
+`socketify.response_wire`.
 
 Everything a client could use to split a response is refused when it is set, not when it is
 written: CR, LF or NUL in a header name or value, bad cookie names, unsafe redirect targets.
@@ -29,12 +30,12 @@ from socketify.cookies import build_set_cookie, expired_cookie
 from socketify.headers import Headers, content_disposition
 from socketify.mime import guess_type
 from socketify.protocol.http11.serializer import (
-    DateLines,
+    LOWER_HEADER_NAMES,
     check_header_name,
     check_header_value,
-    http_date,
 )
-from socketify.protocol.http11.status import NO_BODY_STATUSES, STATUS_LINES, reason, status_line
+from socketify.protocol.http11.status import NO_BODY_STATUSES, reason
+from socketify.response_wire import buffered_bytes, head_bytes
 
 if TYPE_CHECKING:
     from socketify.request import Request
@@ -50,7 +51,6 @@ _REPLACED = frozenset({"date", "server", "connection"})
 # Headers that describe the old body; an error page must not inherit them.
 _ENTITY = frozenset({"content-disposition", "content-encoding", "content-range"})
 _HTML_START = (b"<!doctype", b"<html")
-_DATE = DateLines()
 
 
 class Response:
@@ -107,8 +107,10 @@ class Response:
 
     def set_header(self, name: str, value: str) -> Response:
         """Set header `name` (case-insensitive), replacing earlier values; chains."""
-        lower = check_header_name(name)
-        value = check_header_value(value)
+        # PERF: a common name and a printable-ASCII value need no further checks.
+        lower = LOWER_HEADER_NAMES.get(name) or check_header_name(name)
+        if type(value) is not str or not (value.isascii() and value.isprintable()):
+            value = check_header_value(value)
         if lower == "content-type":
             self._content_type = value
         elif not self._special(lower, value):
@@ -180,7 +182,10 @@ class Response:
         """
         if self._ended:
             return False
-        data = body.encode() if type(body) is str else _as_bytes(body)
+        if type(body) is bytes:
+            data = body
+        else:
+            data = body.encode() if type(body) is str else _as_bytes(body)
         if self._chunks:
             data = b"".join(self._chunks) + data
             self._chunks = None
@@ -417,38 +422,7 @@ class Response:
 
     def head_bytes(self, keep_alive: bool = True) -> bytes:
         """The status line and header block, ending with the blank line."""
-        code = self._status or 200
-        own = self._own
-        if own is None or ("date" not in own and "server" not in own):
-            date_server = _DATE.get()
-        else:
-            date = own.get("date") or http_date()
-            date_server = f"Date: {date}\r\nServer: {own.get('server', 'socketify')}\r\n"
-        # PERF: the common response has no extra headers; skip the joins then.
-        extra = ""
-        if self._headers:
-            extra = "".join([f"{name}: {value}\r\n" for _, name, value in self._headers])
-        if self._cookies:
-            extra += "".join([f"Set-Cookie: {line}\r\n" for line in self._cookies])
-        if self._content_type is not None:
-            extra += f"Content-Type: {self._content_type}\r\n"
-        if self.upgrade is not None:
-            connection = (own or {}).get("connection", "close")
-        else:
-            if code in NO_BODY_STATUSES:
-                pass  # RFC 9110: no content, so no Content-Length either
-            elif self.stream_iter is not None:
-                if self._http10:
-                    keep_alive = False  # no chunking: the close ends the body
-                else:
-                    extra += "Transfer-Encoding: chunked\r\n"
-            elif self.file_path is not None:
-                extra += f"Content-Length: {self.file_length}\r\n"
-            else:
-                extra += f"Content-Length: {len(self.body)}\r\n"
-            connection = "keep-alive" if keep_alive and not self.close_connection else "close"
-        line = STATUS_LINES.get(code) or status_line(code)
-        return f"{line}{date_server}{extra}Connection: {connection}\r\n\r\n".encode("latin-1")
+        return head_bytes(self, keep_alive)
 
     def to_bytes(self, keep_alive: bool = True) -> bytes:
         """Head plus body for a buffered response (head only for HEAD, 1xx, 204, 304).
@@ -456,12 +430,7 @@ class Response:
         For the file, stream and upgrade kinds this is the head alone: the connection sends
         the file range, the chunks or hands the socket to `upgrade` itself.
         """
-        if self._chunks:
-            self.replace_body(self.body)
-        head = self.head_bytes(keep_alive)
-        if self.upgrade or self.stream_iter or self.file_path or not self.sends_body:
-            return head
-        return head + self._body
+        return buffered_bytes(self, keep_alive)
 
     # -- error handling support for Server.handle -----------------------------------------
 

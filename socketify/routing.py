@@ -339,13 +339,15 @@ def _shape(segments: list[tuple[str, str]]) -> list[str]:
 class Router:
     """The route table; mutable until `freeze()`, then read-only and fast."""
 
-    __slots__ = ("_fast", "_frozen", "_groups", "_root", "_routes")
+    __slots__ = ("_frozen", "_groups", "_root", "_routes", "static_paths")
 
     def __init__(self) -> None:
         self._routes: list[Route] = []
         self._groups: list[Group] = []
         self._root = _Node()
-        self._fast: dict[str, dict[str, Route]] = {}
+        # Filled by freeze(): raw path -> method table (see _method_table) of each static
+        # pattern. Read-only for callers; Server's dispatch looks here before calling find().
+        self.static_paths: dict[str, dict[str, Route]] = {}
         self._frozen = False
 
     @property
@@ -418,7 +420,7 @@ class Router:
                 static.setdefault("/" + "/".join(t for _, t in route.segments), []).append(route)
         for path, routes in static.items():
             if "%" not in path:  # a raw path with "%" must be decoded first: trie only
-                self._fast[path] = _method_table(routes)
+                self.static_paths[path] = _method_table(routes)
         self._root.prepare()
         self._frozen = True
 
@@ -443,7 +445,7 @@ class Router:
 
         Raises HTTPError(400) for a malformed percent-encoded path.
         """
-        table = self._fast.get(raw_path)
+        table = self.static_paths.get(raw_path)
         if table is not None:
             route = table.get(method) or table.get(ANY)
             if route is not None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from socketify import HTTPError
+from socketify import HTTPError, Request
+from socketify.protocol.http11 import END_OF_MESSAGE, RequestParser
 from socketify.request import parse_query
 
 
@@ -155,3 +156,20 @@ def test_scheme_and_host_with_and_without_trusted_proxy(make_request) -> None:
     assert (trusted.scheme, trusted.host) == ("https", "ex.com")
     fwd = make_request("GET", "/", [("Forwarded", "for=1.1.1.1;proto=https")], trust_proxy=True)
     assert fwd.scheme == "https"
+
+
+def test_requests_sharing_one_parsed_head_keep_their_own_headers_and_params() -> None:
+    # The parser hands byte-identical heads out as one object; what middleware changes on
+    # one request must not show on the next.
+    parser = RequestParser()
+    parser.feed(b"GET /u/7?q=1 HTTP/1.1\r\nHost: h\r\nX-A: 1\r\n\r\n" * 2)
+    first_head = parser.next_event()
+    assert parser.next_event() is END_OF_MESSAGE
+    first = Request(first_head, b"", "10.0.0.1")
+    first.headers["X-A"] = "changed"
+    first.params = {"id": "7"}
+    first.locals["k"] = "v"
+    second = Request(parser.next_event(), b"", "10.0.0.1")
+    assert second.header("x-a") == "1" and second.headers["x-a"] == "1"
+    assert second.params == {} and second.locals == {}
+    assert second.query["q"] == "1"

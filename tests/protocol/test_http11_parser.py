@@ -382,8 +382,36 @@ def test_cached_heads_still_obey_each_parsers_limits() -> None:
     assert refusal(long_target, max_target_size=2048) == 414
 
 
-def test_repeated_heads_give_equal_but_separate_head_objects() -> None:
-    raw = b"GET /again HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n\r\n" * 2
-    first, second = heads(parse(raw))
-    assert first is not second
-    assert describe([first]) == describe([second])
+def test_repeated_heads_give_equal_heads_whose_headers_read_the_same() -> None:
+    raw = b"GET /again HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n\r\n" * 3
+    first, second, third = heads(parse(raw))
+    assert describe([first]) == describe([second]) == describe([third])
+    assert third.headers == [("host", "x"), ("x-a", "1")]
+
+
+def test_cached_heads_still_obey_the_header_size_limit() -> None:
+    raw = b"GET /big HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"p" * 600 + b"\r\n\r\n"
+    assert heads(parse(raw))  # parsed and remembered
+    assert refusal(raw, max_header_size=512) == 431
+
+
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_a_bare_lf_head_ends_before_a_later_crlf_blank_line(rounds: int) -> None:
+    # The second round meets the CRLF head already cached: the earlier, bare-LF blank line
+    # must still end the first head there.
+    raw = b"GET /lf HTTP/1.1\nHost: x\n\nGET /crlf HTTP/1.1\r\nHost: x\r\n\r\n"
+    mixed = b"GET /mix HTTP/1.1\r\nHost: x\n\r\nGET /crlf HTTP/1.1\r\nHost: x\r\n\r\n"
+    found = heads(parse(raw * rounds + mixed * rounds))
+    assert [h.path for h in found] == ["/lf", "/crlf"] * rounds + ["/mix", "/crlf"] * rounds
+
+
+def test_heads_of_equal_length_alternating_are_each_parsed_as_sent() -> None:
+    # The parser remembers the last head it met; one of the same length is not that head.
+    one = b"GET /aa?x=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+    two = b"GET /bb?x=2 HTTP/1.1\r\nHost: x\r\n\r\n"
+    longer = b"GET /aa?x=1 HTTP/1.1\r\nHost: xy\r\n\r\n"
+    found = heads(parse((one + two + one + longer) * 3))
+    assert [(h.path, h.query_string) for h in found] == [
+        ("/aa", "x=1"), ("/bb", "x=2"), ("/aa", "x=1"), ("/aa", "x=1")
+    ] * 3  # fmt: skip
+    assert [h.headers[0][1] for h in found[:4]] == ["x", "x", "x", "xy"]

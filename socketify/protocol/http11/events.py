@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 __all__ = ["CLOSED", "END_OF_MESSAGE", "NEED_DATA", "ParseError", "RequestHead"]
 
@@ -37,7 +37,11 @@ class ParseError(Exception):
 
 
 class RequestHead:
-    """The request line and header section of one request, validated."""
+    """The request line and header section of one request, validated.
+
+    A value, never changed once parsed: the parser hands the same object to every request
+    whose head is byte-for-byte identical (see the head cache in `parser`).
+    """
 
     __slots__ = (
         "_headers",
@@ -81,7 +85,7 @@ class RequestHead:
 
     @property
     def headers(self) -> list[tuple[str, str]]:
-        """[(lower-case name, value)] in wire order, split on first use."""
+        """[(lower-case name, value)] in wire order, split on first use; shared, never mutate."""
         headers = self._headers
         if headers is None:
             raw = self._raw_headers
@@ -89,22 +93,6 @@ class RequestHead:
             headers = [(name.lower(), value.strip(" \t")) for name, _, value in fields]
             self._headers = headers
         return headers
-
-    def fields(self) -> tuple[Any, ...]:
-        """The constructor arguments that rebuild an equal head (used by the head cache)."""
-        return (
-            self.method,
-            self.target,
-            self.path,
-            self.query_string,
-            self.version,
-            None,
-            self.content_length,
-            self.chunked,
-            self.keep_alive,
-            self.expect_continue,
-            self._raw_headers,
-        )
 
     @property
     def has_body(self) -> bool:

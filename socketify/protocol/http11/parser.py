@@ -16,7 +16,7 @@ than a lone `chunked` are all refused. Bare LF line ends are accepted (RFC 9112 
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Final
 
 from socketify.protocol.http11.chunked import ChunkedDecoder
 from socketify.protocol.http11.events import (
@@ -59,19 +59,18 @@ _FRAMING_CACHE: dict[str, dict[str, _Framing]] = {"HTTP/1.1": {}, "HTTP/1.0": {}
 _FRAMING_CACHE_SIZE = 256
 _FRAMING_CACHE_MAX_BLOCK = 1024
 # And whole heads: a keep-alive client (a health check, a poller, a pipelining benchmark)
-# repeats its head byte for byte, and then one lookup replaces every check above.
-_HEAD_CACHE: dict[bytes, tuple[Any, ...]] = {}
+# repeats its head byte for byte, and then one lookup replaces every check above and hands
+# back the same (never mutated) RequestHead. One table per (target, body) limit pair, since
+# a head valid under one parser's limits may be refused by another's.
+_HEAD_CACHES: dict[tuple[int, int], dict[bytes, tuple[bytes, RequestHead]]] = {}
 _HEAD_CACHE_SIZE = 256
 _HEAD_CACHE_MAX = 1024
 _HUGE = 10**20  # a Content-Length too long to be anything but over the limit
 
 
-class _State:
-    HEAD = 0
-    BODY = 1
-    CHUNKED = 2
-    END = 3
-    ERROR = 4
+# Parser states. PERF: module constants, not an Enum or class attributes: the state is
+# compared several times per request and a global is the cheapest lookup.
+_HEAD, _BODY, _CHUNKED, _END, _ERROR = range(5)
 
 
 class RequestParser:
@@ -83,6 +82,9 @@ class RequestParser:
         "_chunked",
         "_eof",
         "_error",
+        "_heads",
+        "_last_head",
+        "_last_raw",
         "_remaining",
         "_scan_from",
         "_skipped",
@@ -103,12 +105,15 @@ class RequestParser:
         self.max_body_size = max_body_size
         self._buf = bytearray()
         self._eof = False
-        self._state = _State.HEAD
+        self._state = _HEAD
         self._scan_from = 0  # where the search for the end of the head resumes
         self._skipped = 0  # blank lines before the request line; they count toward the limit
         self._remaining = 0
         self._chunked: ChunkedDecoder | None = None
         self._error: ParseError | None = None
+        self._heads = _HEAD_CACHES.setdefault((max_target_size, max_body_size), {})
+        self._last_raw = b""  # the last cached head this parser met, and its raw bytes
+        self._last_head: RequestHead | None = None
 
     @property
     def input(self) -> bytearray:
@@ -128,7 +133,7 @@ class RequestParser:
     @property
     def at_request_start(self) -> bool:
         """True between requests: nothing of the next request has been consumed yet."""
-        return self._state == _State.HEAD and self._skipped == 0
+        return self._state == _HEAD and self._skipped == 0
 
     def feed(self, data: bytes) -> None:
         """Append received bytes; `b""` means the peer will send nothing more."""
@@ -140,30 +145,57 @@ class RequestParser:
     def next_event(self) -> RequestHead | bytes | _Sentinel:
         """Return the next event, or raise ParseError for input we refuse."""
         state = self._state
-        if state == _State.HEAD:
+        if state == _HEAD:
+            buf = self._buf
+            if not self._scan_from:
+                # PERF: the usual head, inline: it ends in CRLF CRLF and was seen before. A
+                # cached head holds no blank line and does not end in LF, so a hit proves
+                # the head ends here (and that it starts here: it holds no blank line).
+                end = buf.find(b"\r\n\r\n")
+                if end > 0:
+                    last = self._last_raw
+                    if end == len(last) and buf.startswith(last):
+                        head = self._last_head  # the same head again: no copy, no hash
+                    else:
+                        known = self._heads.get(bytes(buf[:end]))
+                        # Remember the table's own key, not a copy: idle keep-alive
+                        # connections then share it instead of holding a head each.
+                        if known is not None:
+                            self._last_raw, head = known
+                            self._last_head = head
+                        else:
+                            head = None
+                    if head is not None and end + self._skipped <= self.max_header_size:
+                        del buf[: end + 4]
+                        self._skipped = 0
+                        if head.chunked or head.content_length:
+                            self._begin_body(head)
+                        else:
+                            self._state = _END
+                        return head
             return self._next_head()
-        if state == _State.BODY:
+        if state == _BODY:
             return self._next_body_piece()
-        if state == _State.END:
-            self._state = _State.HEAD
+        if state == _END:
+            self._state = _HEAD
             return END_OF_MESSAGE
-        if state == _State.ERROR:
+        if state == _ERROR:
             assert self._error is not None
             raise self._error
         assert self._chunked is not None
         try:
             event = self._chunked.next_event()
         except ParseError as exc:
-            self._state = _State.ERROR
+            self._state = _ERROR
             self._error = exc
             raise
         if event is END_OF_MESSAGE:
-            self._state = _State.HEAD
+            self._state = _HEAD
             self._chunked = None
         return event
 
     def _fail(self, status: int, detail: str) -> ParseError:
-        self._state = _State.ERROR
+        self._state = _ERROR
         self._error = ParseError(status, detail)
         return self._error
 
@@ -189,28 +221,26 @@ class RequestParser:
         del buf[:body_start]
         self._scan_from = 0
         self._skipped = 0
-        known = _HEAD_CACHE.get(raw)
-        if (
-            known is not None
-            and len(known[1]) <= self.max_target_size
-            and (known[6] or 0) <= self.max_body_size
-        ):
-            head = RequestHead(*known)
+        head = self._parse_head(raw)
+        if len(raw) <= _HEAD_CACHE_MAX:
+            heads = self._heads
+            if len(heads) >= _HEAD_CACHE_SIZE:
+                heads.clear()
+            heads[raw] = (raw, head)
+            self._last_raw, self._last_head = raw, head
+        if head.chunked or head.content_length:
+            self._begin_body(head)
         else:
-            head = self._parse_head(raw)
-            if len(raw) <= _HEAD_CACHE_MAX:
-                if len(_HEAD_CACHE) >= _HEAD_CACHE_SIZE:
-                    _HEAD_CACHE.clear()
-                _HEAD_CACHE[raw] = head.fields()
-        if head.chunked:
-            self._state = _State.CHUNKED
-            self._chunked = ChunkedDecoder(self)
-        elif head.content_length:
-            self._state = _State.BODY
-            self._remaining = head.content_length
-        else:
-            self._state = _State.END
+            self._state = _END
         return head
+
+    def _begin_body(self, head: RequestHead) -> None:
+        if head.chunked:
+            self._state = _CHUNKED
+            self._chunked = ChunkedDecoder(self)
+        else:
+            self._state = _BODY
+            self._remaining = head.content_length or 0
 
     def _skip_blank_lines(self) -> None:
         # Blank lines before a request line are tolerated (RFC 9112 §2.2), e.g. a stray CRLF
@@ -450,7 +480,7 @@ class RequestParser:
             del buf[:take]
         self._remaining -= len(piece)
         if not self._remaining:
-            self._state = _State.END
+            self._state = _END
         return piece
 
 

@@ -13,6 +13,7 @@ from socketify.protocol.http11.grammar import TOKEN
 from socketify.protocol.http11.status import reason, status_line
 
 __all__ = [
+    "LOWER_HEADER_NAMES",
     "DateLines",
     "check_header_name",
     "check_header_value",
@@ -53,8 +54,9 @@ class DateLines:
         return self.lines
 
 
-# PERF: common names skip the token regex and the lower() call.
-_KNOWN_NAMES = {
+# PERF: common names skip the token regex and the lower() call (callers may look them up
+# directly before calling `check_header_name`).
+LOWER_HEADER_NAMES = {
     name: name.lower()
     for name in (
         "Content-Type", "content-type", "Cache-Control", "Location", "Vary", "ETag",
@@ -67,7 +69,7 @@ _KNOWN_NAMES = {
 
 def check_header_name(name: str) -> str:
     """Return `name` lower-cased; ValueError unless it is an RFC 9110 token."""
-    lower = _KNOWN_NAMES.get(name)
+    lower = LOWER_HEADER_NAMES.get(name)
     if lower is None:
         if not isinstance(name, str) or not TOKEN.fullmatch(name):
             raise ValueError(f"invalid header name {name!r}")
