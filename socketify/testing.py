@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = ["LiveServer", "TestClient", "TestResponse"]
 
+_STARTED = re.compile(r"Socketify \S+ listening on ")  # logged once every worker is ready
+
 
 class TestResponse:
     """A response as a client sees it: status, headers, body."""
@@ -258,6 +260,8 @@ def _encode_body(data: Any, json: Any) -> tuple[bytes, str | None]:
 
 def _serialize(res: Response, keep_alive: bool) -> bytes:
     if res.upgrade is not None:
+        if res.head_only:  # HEAD on an SSE route: the stream's headers, nothing to keep open
+            return res.head_bytes(False)
         raise TypeError("an upgrade answer: use TestClient.websocket() or TestClient.sse()")
     if res.file_path is None and res.stream_iter is None:
         return res.to_bytes(keep_alive)
@@ -320,7 +324,12 @@ class LiveServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> LiveServer:
-        """Start the server and wait until it accepts connections."""
+        """Start the server and wait until every worker serves.
+
+        The master binds the port before its workers have imported the app, so an accepted
+        connection proves little; the startup line it logs once all workers are ready does
+        (with `--log-level warning` or quieter there is none, and a connection has to do).
+        """
         command = [
             sys.executable,
             "-m",
@@ -334,17 +343,22 @@ class LiveServer:
             *self.args,
         ]
         self.process = subprocess.Popen(command, cwd=self.cwd, env=self.env, stderr=self._stderr)
+        quiet = not _logs_startup_to_stderr(self.args)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(
                     f"socketify run exited with {self.process.returncode}:\n{self.log()}"
                 )
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+            if quiet:
+                try:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                    return self
+                except OSError:
+                    pass
+            elif _STARTED.search(self.log()):
                 return self
-            except OSError:
-                time.sleep(0.05)
+            time.sleep(0.05)
         self.stop()
         raise TimeoutError(f"{self.app} did not start within {self.startup_timeout} s")
 
@@ -371,6 +385,19 @@ class LiveServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _logs_startup_to_stderr(args: Sequence[str]) -> bool:
+    """Whether `socketify run ARGS` writes its startup line to stderr."""
+    level = "info"
+    for arg, following in zip(args, [*args[1:], ""], strict=False):
+        if arg == "--error-log" or arg.startswith("--error-log="):
+            return False
+        if arg == "--log-level":
+            level = following
+        elif arg.startswith("--log-level="):
+            level = arg.partition("=")[2]
+    return level.lower() in ("debug", "info")
 
 
 def _free_port() -> int:

@@ -179,3 +179,11 @@ def test_sse_on_a_plain_route_is_refused_with_the_response() -> None:
     with pytest.raises(UpgradeRefused) as refused:
         TestClient(server).sse("/plain")
     assert refused.value.response.body == b"not a stream"
+
+
+def test_head_on_an_sse_route_gives_the_stream_headers_only() -> None:
+    server, _ = make_server()
+    answer = TestClient(server).head("/events")
+    assert answer.status == 200
+    assert answer.headers["Content-Type"].startswith("text/event-stream")
+    assert answer.body == b""
