@@ -8,7 +8,8 @@ what the client sends, so a peer that goes away is noticed at once, not at the n
 writes come from any greenlet through `Outbound` and never interleave.
 
 `Hub` rooms span workers: a broadcast encodes the event once and publishes the bytes once on
-the cross-worker bus; each worker writes them to its own members of the room.
+the cross-worker bus; each worker writes them to its own members of the room. `room_size`
+counts every worker's members through the hub's `RoomCensus` (`socketify.pulse.census`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import gevent
 
+from socketify.pulse import bus_parts
+from socketify.pulse.census import RoomCensus
 from socketify.server.upgraded import Outbound, read_some, shutdown
 from socketify.shared_bus import default_bus
 
@@ -214,15 +217,21 @@ class Hub:
         self._bus = bus
         self._rooms: dict[str, dict[str, EventStream]] = {}
         self._subscriptions: dict[str, Any] = {}
+        self.census = RoomCensus(f"{name}#census", self.bus)
+        self._parts = bus_parts.PartJoiner()  # events too big for one bus message
+        from workers.bus import bus as worker_bus
+
+        if worker_bus() is not None:
+            self.census.start()  # hear the other workers' counts before the first room_size
 
     def _channel(self, room: str) -> str:
         return f"{self.name}:{room}"
 
     def bus(self) -> Any:
         """The bus this hub publishes on (the process's default bus unless given one)."""
-        if self._bus is None:
-            self._bus = default_bus()
-        return self._bus
+        # The default bus is resolved per process: a hub built before a fork (`--preload`)
+        # must not keep publishing on its parent's bus.
+        return self._bus if self._bus is not None else default_bus()
 
     def join(self, room: str, stream: EventStream) -> bool:
         """Add `stream` to `room`; False if it is dead or already a member."""
@@ -238,6 +247,7 @@ class Hub:
             return False
         members[stream.id] = stream
         stream.on_close(lambda s: self.leave(room, s))
+        self.census.update(room, len(members))
         return True
 
     def leave(self, room: str, stream: EventStream) -> None:
@@ -245,6 +255,7 @@ class Hub:
         members = self._rooms.get(room)
         if members is None or members.pop(stream.id, None) is None:
             return
+        self.census.update(room, len(members))
         if not members:
             del self._rooms[room]
             handle = self._subscriptions.pop(room, None)
@@ -252,6 +263,10 @@ class Hub:
                 handle.cancel()
 
     def room_size(self, room: str) -> int:
+        """Members of `room` on every worker (and host); `local_size` for this worker only."""
+        return self.census.total(room)
+
+    def local_size(self, room: str) -> int:
         """Members of `room` connected to this worker."""
         return len(self._rooms.get(room, ()))
 
@@ -267,8 +282,14 @@ class Hub:
         id: str | int | None = None,
     ) -> None:
         """Send one event to every member of `room` on every worker."""
-        self.bus().publish(self._channel(room), encode_event(data, event, id))
+        # An encoded event starts with a field name, never with the byte that marks a part.
+        bus_parts.publish(self.bus(), self._channel(room), encode_event(data, event, id))
 
     def _deliver(self, room: str, payload: bytes) -> None:
+        if payload[0] == bus_parts.PART_MARK:
+            whole = self._parts.add(payload)
+            if whole is None:
+                return
+            payload = whole
         for stream in list(self._rooms.get(room, {}).values()):
             stream.write(payload)  # a dead member leaves through its on_close callback

@@ -6,6 +6,8 @@
     ch.on_text(lambda ch, text: ch.send_text(text))
     hub.join("lobby", ch); hub.broadcast_text("lobby", "hi", exclude=ch)
 
+`pulse.easy` (JSON events) and `pulse.media` (the `PM` binary media frames) build on these.
+
 `upgrade` checks the handshake with the sans-IO `protocol.websocket.server_handshake`, sets
 the 101 and hands the socket to the channel once the handler chain has returned.
 """
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
     from socketify.request import Request
     from socketify.response import Response
 
-__all__ = ["Channel", "Hub", "upgrade"]
+__all__ = ["Channel", "Hub", "easy", "media", "upgrade"]
 
 
 def upgrade(
@@ -73,3 +75,7 @@ def upgrade(
         res.set_header(name, value)
     res.upgrade = ch._run
     return ch
+
+
+# Last: both import `upgrade` and `Hub` from this package.
+from socketify.pulse import easy, media  # noqa: E402

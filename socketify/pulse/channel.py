@@ -21,6 +21,8 @@ import gevent
 import orjson
 
 from socketify.protocol.websocket import (
+    CLOSED,
+    NEED_DATA,
     BinaryMessage,
     Close,
     CloseCode,
@@ -46,6 +48,7 @@ _ids = itertools.count(1)
 
 TextHandler = Callable[["Channel", str], Any]
 BytesHandler = Callable[["Channel", bytes], Any]
+BinaryTap = Callable[["Channel", bytes], bool]
 CloseHandler = Callable[["Channel", int, str], Any]
 
 
@@ -53,6 +56,7 @@ class Channel:
     """A WebSocket connection; any greenlet may send; sends return False once it is closed."""
 
     __slots__ = (
+        "_binary_taps",
         "_close_timer",
         "_on_binary",
         "_on_close",
@@ -97,6 +101,7 @@ class Channel:
         self._close_timer: Any = None
         self._on_text: TextHandler | None = None
         self._on_binary: BytesHandler | None = None
+        self._binary_taps: tuple[BinaryTap, ...] = ()
         self._on_ping: BytesHandler | None = None
         self._on_pong: BytesHandler | None = None
         self._on_close: list[CloseHandler] = []
@@ -111,6 +116,16 @@ class Channel:
     def on_binary(self, fn: BytesHandler) -> BytesHandler:
         """`fn(ch, data)` for each binary message (replaces the previous handler)."""
         self._on_binary = fn
+        return fn
+
+    def tap_binary(self, fn: BinaryTap) -> BinaryTap:
+        """`fn(ch, data) -> consumed` sees binary messages before `on_binary` (chains; once).
+
+        For layers such as `pulse.media`: they take the messages that are theirs and leave
+        the rest, and the user's `on_binary` handler stays in place whenever it is set.
+        """
+        if fn not in self._binary_taps:
+            self._binary_taps = (*self._binary_taps, fn)
         return fn
 
     def on_ping(self, fn: BytesHandler) -> BytesHandler:
@@ -146,8 +161,12 @@ class Channel:
         return self._send(Protocol.send_text, orjson.dumps(obj).decode())
 
     def send_frame(self, frame: bytes) -> bool:
-        """Send a frame encoded once elsewhere (`frame_bytes`), e.g. by a hub broadcast."""
-        return self._send(Protocol.send_raw, frame)
+        """Send a frame encoded once elsewhere (`frame_bytes`), e.g. by a hub broadcast.
+
+        PERF: written when the event loop's current turn ends (`Outbound.send_soon`), so the
+        frames of a burst of broadcasts reach each member in one write, not one each.
+        """
+        return self._send(Protocol.send_raw, frame, soon=True)
 
     def ping(self, payload: bytes = b"") -> bool:
         """Send a ping (payload ≤ 125 bytes)."""
@@ -161,12 +180,18 @@ class Channel:
             self._close_timer = gevent.spawn_later(CLOSE_TIMEOUT, self._close_timed_out)
         return True
 
-    def _send(self, method: Callable[..., bytes], *args: Any, backpressure: bool = True) -> bool:
+    def _send(
+        self,
+        method: Callable[..., bytes],
+        *args: Any,
+        backpressure: bool = True,
+        soon: bool = False,
+    ) -> bool:
         if not self.alive:
             return False
         out = self._out
         limit = self.max_backpressure
-        if backpressure and limit is not None and out is not None and out.pending > limit:
+        if backpressure and limit is not None and out is not None and out.backlog > limit:
             return False  # slow consumer: drop, the app learns it from the result and `drain`
         try:
             data = method(self._proto, *args)
@@ -176,7 +201,7 @@ class Channel:
             self._queued.append(data)
             return True
         assert out is not None
-        if not out.send(data):
+        if not (out.send_soon(data) if soon else out.send(data)):
             self._abandon()
             return False
         return True
@@ -221,26 +246,34 @@ class Channel:
     def _read(self, conn: Connection) -> bytes:
         idle = self.idle_timeout
         if not idle:
-            return read_some(conn)
+            return read_some(conn, wait_first=True)
         # Idle connections get a ping; one that stays silent for another period is gone.
         for _ in range(2):
             with gevent.Timeout(idle, False):
-                return read_some(conn)
+                return read_some(conn, wait_first=True)
             if not self.ping(b"idle"):
                 break
         return b""
 
     def _dispatch(self) -> Close | None:
-        proto = self._proto
-        for event in proto.events():
+        # PERF: a plain loop over next_event, not the `events()` generator: this runs once
+        # per message received, and the generator costs a frame and a type check per event.
+        next_event = self._proto.next_event
+        while True:
+            event = next_event()
+            if event is NEED_DATA or event is CLOSED:
+                return None
             cls = type(event)
             try:
                 if cls is TextMessage:
                     if self._on_text is not None:
                         self._on_text(self, event.text)  # type: ignore[union-attr]
                 elif cls is BinaryMessage:
+                    data = event.data  # type: ignore[union-attr]
+                    if self._binary_taps and any(tap(self, data) for tap in self._binary_taps):
+                        continue
                     if self._on_binary is not None:
-                        self._on_binary(self, event.data)  # type: ignore[union-attr]
+                        self._on_binary(self, data)
                 elif cls is Ping:
                     if self._on_ping is not None:
                         self._on_ping(self, event.payload)  # type: ignore[union-attr]
@@ -252,7 +285,6 @@ class Channel:
             except Exception:
                 log.exception("Pulse callback failed; closing with 1011")
                 self.close(CloseCode.INTERNAL_ERROR, "internal error")
-        return None
 
     def _ending(self, conn: Connection, out: Outbound, close: Close) -> None:
         self._finish(close.code, close.reason)

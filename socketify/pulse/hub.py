@@ -5,7 +5,12 @@ the cross-worker bus, prefixed by the id of the channel to skip (`exclude=`, usu
 sender). Each worker subscribes to a room's bus channel while it has local members and
 writes the bytes to each of them as they are, so a thousand members cost one encoding and a
 thousand non-blocking socket writes. Members are keyed by channel id, so joining twice is
-harmless, and a closed channel leaves its rooms through its `on_close` callback.
+harmless, and a closed channel leaves its rooms through its `on_close` callback. A frame too
+big for one bus message travels in parts (`socketify.pulse.bus_parts`).
+
+`room_size` counts the members on every worker (and host): each worker's `RoomCensus` tells
+the others its per-room counts over the same bus, and a worker that stops beating (killed
+with -9) stops counting after a lease (`socketify.pulse.census`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from functools import partial
 from typing import Any
 
 from socketify.protocol.websocket import Opcode, frame_bytes
+from socketify.pulse import bus_parts
+from socketify.pulse.census import RoomCensus
 from socketify.pulse.channel import Channel
 from socketify.shared_bus import default_bus
 
@@ -29,12 +36,16 @@ class Hub:
         self._rooms: dict[str, dict[str, Channel]] = {}
         self._subscriptions: dict[str, Any] = {}
         self._joined: dict[str, set[str]] = {}  # channel id -> its rooms, for leave_all
+        self._parts = bus_parts.PartJoiner()  # broadcasts too big for one bus message
+        self.census = RoomCensus(f"{name}#census", self.bus)
+        if _in_worker():
+            self.census.start()  # hear the other workers' counts before the first room_size
 
     def bus(self) -> Any:
         """The bus broadcasts go through (the process's default bus unless given one)."""
-        if self._bus is None:
-            self._bus = default_bus()
-        return self._bus
+        # The default bus is resolved per process: a hub built before a fork (`--preload`)
+        # must not keep publishing on its parent's bus.
+        return self._bus if self._bus is not None else default_bus()
 
     def join(self, room: str, ch: Channel) -> bool:
         """Add `ch` to `room`; False if it is closed or already a member."""
@@ -54,6 +65,7 @@ class Hub:
             rooms = self._joined[ch.id] = set()
             ch.on_close(lambda c, code, reason: self.leave_all(c))
         rooms.add(room)
+        self.census.update(room, len(members))
         return True
 
     def leave(self, room: str, ch: Channel) -> bool:
@@ -64,6 +76,7 @@ class Hub:
         rooms = self._joined.get(ch.id)
         if rooms is not None:
             rooms.discard(room)
+        self.census.update(room, len(members))
         if not members:
             # The worker's last member left: stop receiving this room's broadcasts.
             del self._rooms[room]
@@ -78,6 +91,10 @@ class Hub:
             self.leave(room, ch)
 
     def room_size(self, room: str) -> int:
+        """Members of `room` on every worker (and host); `local_size` for this worker only."""
+        return self.census.total(room)
+
+    def local_size(self, room: str) -> int:
         """Members of `room` connected to this worker."""
         return len(self._rooms.get(room, ()))
 
@@ -100,12 +117,24 @@ class Hub:
     def broadcast_frame(self, room: str, frame: bytes, exclude: Channel | None = None) -> None:
         """Send a frame encoded once (`frame_bytes`) to every member of `room` everywhere."""
         skip = exclude.id.encode("ascii") if exclude is not None else b""
-        self.bus().publish(f"{self.name}:{room}", bytes((len(skip),)) + skip + frame)
+        payload = bytes((len(skip),)) + skip + frame
+        bus_parts.publish(self.bus(), f"{self.name}:{room}", payload)
 
     def _deliver(self, room: str, payload: bytes) -> None:
+        if payload[0] == bus_parts.PART_MARK:
+            whole = self._parts.add(payload)
+            if whole is None:
+                return
+            payload = whole
         n = payload[0]
         skip = payload[1 : 1 + n].decode("ascii")
         frame = payload[1 + n :]
         for ch_id, ch in list(self._rooms.get(room, {}).items()):
             if ch_id != skip:
                 ch.send_frame(frame)  # a dead member leaves through its on_close callback
+
+
+def _in_worker() -> bool:
+    from workers.bus import bus
+
+    return bus() is not None

@@ -7,6 +7,11 @@ common case costs one syscall and no switch); whatever the kernel does not take 
 FIFO that one flusher greenlet drains, and later sends queue behind it, so bytes of two
 senders never interleave and arrive in the order they were handed over. A hub fan-out to a
 thousand members therefore never waits for the slowest one; `pending` shows the backlog.
+
+`send_soon` is the broadcast variant: the bytes wait (corked) until the current turn of the
+event loop ends, so every frame a burst of broadcasts hands to one member in that turn goes
+out in one write. A thousand members and twenty queued broadcasts then cost a thousand
+syscalls instead of twenty thousand; later `send`s queue behind the corked bytes.
 """
 
 from __future__ import annotations
@@ -30,12 +35,13 @@ __all__ = ["Outbound", "read_some"]
 class Outbound:
     """The write side of an upgraded connection: non-blocking sends, one flusher, FIFO order."""
 
-    __slots__ = ("_conn", "_flusher", "_queue", "closed", "on_drain", "pending")
+    __slots__ = ("_conn", "_corked", "_flusher", "_queue", "closed", "on_drain", "pending")
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
         self._queue: deque[bytes] = deque()
         self._flusher: Any = None
+        self._corked = False  # bytes in the queue wait for the end of this loop turn
         self.pending = 0  # bytes handed to us that the kernel has not taken yet
         self.closed = False
         self.on_drain: Callable[[], None] | None = None  # called when a backlog is gone
@@ -44,10 +50,36 @@ class Outbound:
         """Write `data` after everything sent before it; False once the connection is dead."""
         if self.closed:
             return False
-        if self._flusher is not None:
+        if self._flusher is not None or self._corked:
             self._queue.append(data)
             self.pending += len(data)
             return True
+        return self._write(data)
+
+    def send_soon(self, data: bytes) -> bool:
+        """`send`, but written when this loop turn ends, with the rest sent to us meanwhile."""
+        if self.closed:
+            return False
+        self._queue.append(data)
+        self.pending += len(data)
+        if self._flusher is None and not self._corked:
+            self._corked = True
+            gevent.get_hub().loop.run_callback(self._uncork)
+        return True
+
+    def _uncork(self) -> None:
+        self._corked = False
+        queue = self._queue
+        if self.closed or self._flusher is not None or not queue:
+            return  # gone, or a flusher (which drains the queue) took over meanwhile
+        data = queue[0] if len(queue) == 1 else b"".join(queue)
+        queue.clear()
+        self.pending -= len(data)
+        if not self._write(data):
+            shutdown(self._conn)  # the reading greenlet sees EOF and ends the connection
+
+    def _write(self, data: bytes) -> bool:
+        """Try the socket now; queue what the kernel does not take behind a new flusher."""
         sock = self._conn.sock
         try:
             sent = sock.send(data)
@@ -84,12 +116,20 @@ class Outbound:
             self.on_drain()
 
     @property
+    def backlog(self) -> int:
+        """Bytes the kernel refused, waiting for the flusher (corked bytes are not refused)."""
+        # While corked there is no flusher, so everything pending is corked.
+        return 0 if self._corked else self.pending
+
+    @property
     def flushing(self) -> bool:
         """True while a backlog is being written."""
         return self._flusher is not None
 
     def wait_flushed(self, timeout: float) -> bool:
         """Park the caller until the backlog is written (or `timeout`); True if it was."""
+        if self._corked:
+            self._uncork()  # now, not at the end of the turn: the caller is about to close
         flusher = self._flusher
         if flusher is not None and flusher is not gevent.getcurrent():
             flusher.join(timeout)
@@ -106,10 +146,11 @@ class Outbound:
         self.pending = 0
 
 
-def read_some(conn: Connection) -> bytes:
+def read_some(conn: Connection, wait_first: bool = False) -> bytes:
     """The next bytes from the peer (b"" on EOF or error), parking the caller until some come.
 
     Bytes the HTTP parser already buffered (sent right behind the upgrade request) come first.
+    `wait_first` skips the first `recv` when the caller expects nothing to be there yet.
     """
     parser = conn.parser
     if parser.buffered:
@@ -117,6 +158,12 @@ def read_some(conn: Connection) -> bytes:
         parser.input.clear()
         return data
     sock = conn.sock
+    if wait_first and not (conn.scheme == "https" and sock.buffered):
+        # PERF: a peer that has been answered usually waits for the answer before sending
+        # more (request/response, ping-pong), so a recv now would be a wasted EAGAIN (and a
+        # raised BlockingIOError); the read watcher is level-triggered, so waiting first
+        # returns at once when bytes are in fact already there.
+        conn._wait_readable()
     while True:
         try:
             return sock.recv(READ_SIZE)

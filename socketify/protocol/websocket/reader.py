@@ -108,6 +108,8 @@ class FrameReader:
     def next_event(self) -> Event | _Sentinel:
         """Return the next event or NEED_DATA; raise Failure when the peer broke the rules."""
         buf = self.buf
+        if not buf and self._remaining:
+            return NEED_DATA  # PERF: the usual second call, after the message was taken
         if self._remaining < 0 and not self._opcode and not self._fragments:
             # PERF: the usual frame is small, final, uncompressed and already all here.
             n = len(buf)

@@ -1,0 +1,100 @@
+// The lobby page: JSON events over one WebSocket, pictures as PM image frames.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const MAX_PICTURE = 512 * 1024;
+let socket = null;
+let myName = "";
+let pictureSeq = 0;
+let retryDelay = 500;
+let pictureFrom = "someone";  // set by the `picture` event that precedes each picture
+
+function line(className, ...parts) {
+  const item = document.createElement("li");
+  item.className = className;
+  for (const [tag, text] of parts) {
+    const node = document.createElement(tag);
+    node.textContent = text;  // never innerHTML: names and texts come from other people
+    item.append(node);
+  }
+  $("log").append(item);
+  item.scrollIntoView({block: "end"});
+  return item;
+}
+
+function showPicture(who, mime, bytes) {
+  const item = line("picture", ["b", who]);
+  const img = document.createElement("img");
+  img.alt = `picture from ${who}`;
+  img.src = URL.createObjectURL(new Blob([bytes], {type: mime || "application/octet-stream"}));
+  item.append(img);
+}
+
+const handlers = {
+  welcome(data) {
+    $("gate").hidden = true;
+    $("room").hidden = false;
+    $("status").textContent = `live as ${data.name}`;
+    $("text").focus();
+    retryDelay = 500;
+  },
+  said(data) { line("said", ["b", data.name], ["span", data.text]); },
+  joined(data) { line("sys", ["i", `${data.name} joined`]); },
+  left(data) { line("sys", ["i", `${data.name} left`]); },
+  picture(data) { pictureFrom = data.name; },
+  online(data) { $("online").textContent = `(${data.count} online)`; },
+  error(data) { $("error").textContent = data.message || data.error; },
+};
+
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  socket = new WebSocket(`${scheme}://${location.host}/chat`);
+  socket.binaryType = "arraybuffer";
+  socket.onopen = () => send("hello", {name: myName});
+  socket.onmessage = (message) => {
+    if (typeof message.data !== "string") {
+      const frame = PM.unpack(message.data);
+      if (frame && frame.kind === PM.IMAGE) showPicture(pictureFrom, frame.mime, frame.payload);
+      return;
+    }
+    const event = JSON.parse(message.data);
+    const handler = handlers[event.type];
+    if (handler) handler(event.data);
+  };
+  socket.onclose = () => {
+    $("status").textContent = "disconnected, retrying…";
+    setTimeout(connect, retryDelay);
+    retryDelay = Math.min(retryDelay * 2, 10000);
+  };
+}
+
+function send(type, data) {
+  if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({type, data}));
+}
+
+$("gate").addEventListener("submit", (event) => {
+  event.preventDefault();
+  myName = $("name").value.trim();
+  if (myName) connect();
+});
+
+$("talk").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = $("text").value.trim();
+  if (text) send("say", {text});
+  $("text").value = "";
+});
+
+$("picture").addEventListener("change", async () => {
+  const file = $("picture").files[0];
+  $("picture").value = "";
+  if (!file) return;
+  if (file.size > MAX_PICTURE) {
+    $("error").textContent = `pictures up to ${MAX_PICTURE / 1024} KiB`;
+    return;
+  }
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  pictureSeq += 1;
+  socket.send(PM.pack(PM.IMAGE, 0, pictureSeq, PM.LAST, bytes, file.type));
+  showPicture(myName, file.type, bytes);  // the server relays to everyone else
+});

@@ -1,0 +1,68 @@
+"""Hub rooms over the Redis bus: two `socketify run` masters ("hosts") share rooms and sizes."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from websockets.sync.client import ClientConnection, connect
+
+from socketify.testing import LiveServer
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # tests/services.py
+
+from services import require_module, require_service  # noqa: E402
+
+pytestmark = pytest.mark.timeout(90)
+URL = "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture
+def two_hosts() -> Iterator[tuple[LiveServer, LiveServer]]:
+    require_service("Redis", "127.0.0.1", 6379)
+    require_module("redis", "pip install 'socketify-gevent[redis]'")
+    env = {"SOCKETIFY_STATE_URL": URL}
+    with (
+        LiveServer("realtime_app:server", workers=1, cwd=str(HERE), env=env) as first,
+        LiveServer("realtime_app:server", workers=1, cwd=str(HERE), env=env) as second,
+    ):
+        yield first, second
+
+
+def _join(stack: contextlib.ExitStack, live: LiveServer, room: str) -> ClientConnection:
+    target = f"ws://127.0.0.1:{live.port}/pulse/join?room={room}"
+    ws = stack.enter_context(connect(target, open_timeout=5))
+    assert str(ws.recv(timeout=5)).startswith("pid:")
+    return ws
+
+
+def _size(ws: ClientConnection) -> int:
+    ws.send("size")
+    reply = str(ws.recv(timeout=5))
+    while not reply.startswith("size:"):
+        reply = str(ws.recv(timeout=5))
+    return int(reply.split(":")[1])
+
+
+def test_rooms_sizes_and_broadcasts_span_two_hosts_through_redis(
+    two_hosts: tuple[LiveServer, LiveServer],
+) -> None:
+    room = uuid.uuid4().hex
+    with contextlib.ExitStack() as stack:
+        on_first = [_join(stack, two_hosts[0], room) for _ in range(2)]
+        on_second = [_join(stack, two_hosts[1], room) for _ in range(3)]
+        deadline = time.monotonic() + 5
+        while {_size(on_first[0]), _size(on_second[0])} != {5} and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _size(on_first[0]) == _size(on_second[0]) == 5
+        messages = [f"r{n}" for n in range(20)]
+        for text in messages:
+            on_second[0].send(text)
+        for ws in on_first + on_second:
+            assert [ws.recv(timeout=5) for _ in messages] == messages
