@@ -68,6 +68,7 @@ def middleware(
     )
     render = {"dev": _dev, "common": _common, "json": _json}[format]
     clock = time.perf_counter
+    enabled = log.isEnabledFor  # logging caches the answer per level until levels change
 
     def access_log_middleware(req: Request, res: Response, next: Next) -> None:
         started = clock()
@@ -89,7 +90,7 @@ def middleware(
                 # stopped before routing); dispatch itself always ends the response.
                 status = res.status_code if res.ended else 404
             level = _INFO if status < 400 else _WARNING if status < 500 else _ERROR
-            if sink.enabled(level):
+            if enabled(level):
                 sent = _body_bytes(res) if res.ended and status == res.status_code else None
                 elapsed = (clock() - started) * 1000.0
                 sink.send(level, render(req, address(req), status, elapsed, sent, log))
@@ -102,14 +103,13 @@ def _remote_ip(req: Request) -> str:
 
 
 def _body_bytes(res: Response) -> int | None:
-    if not res.sends_body:
+    if not res.sends_body or res.upgrade is not None:
         return 0
-    kind = res.kind
-    if kind == "buffered":
-        return len(res.body)
-    if kind == "file":
+    if res.stream_iter is not None:
+        return None
+    if res.file_path is not None:
         return res.file_length
-    return None if kind == "stream" else 0
+    return len(res.body)
 
 
 def _clean(text: str) -> str:

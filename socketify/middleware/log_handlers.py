@@ -7,11 +7,19 @@ into a `TextIOWrapper` and flushes. Configuration still belongs to `logging` (th
 handlers and filters of the `socketify.access` logger decide everything); only the delivery
 is made cheap:
 
-- `AccessLogHandler` / `AccessLogFileHandler` write a line with one `os.write` and no lock:
-  one write of a whole line to a file opened for append (or a pipe, up to PIPE_BUF) is never
-  interleaved with another, whichever greenlet or thread writes it. With no formatter set
-  the line is the message (`%(message)s`, the default); a formatter that is set is used. The
-  file variant is a `logging.FileHandler`, so `workers.logfiles` reopens it on SIGUSR1.
+- `AccessLogHandler` / `AccessLogFileHandler` write whole lines with `os.write` and no lock:
+  one write of whole lines to a file opened for append (or a pipe, up to PIPE_BUF) is never
+  interleaved with another, whichever greenlet, thread or worker writes it. With no
+  formatter set the line is the message (`%(message)s`, the default); a formatter that is set
+  is used. The file variant is a `logging.FileHandler`, so `workers.logfiles` reopens it on
+  SIGUSR1 (lines batched at that moment go to the new file).
+- Batching: in a greenlet under a running gevent hub, lines are collected and written
+  together by a callback queued on the hub, which runs as soon as the greenlets that are
+  ready have run — the end of the current turn of the event loop, well under a millisecond
+  unless a handler hogs the CPU — or as soon as they reach 4096 bytes (PIPE_BUF). Under load
+  one `write` then carries the lines of many requests instead of one each. `flush()` (which
+  `logging.shutdown()` calls when a worker exits) writes what is pending. Outside a hub's
+  greenlets (the main greenlet, plain threads) each line is written at once.
 - `LineSink.send` hands the line straight to such handlers when they are all the logger has
   (no filters, no formatter, no propagation): no LogRecord at all. Otherwise it builds a real
   LogRecord from a per-process template (only message, level and times change) and calls
@@ -23,14 +31,25 @@ from __future__ import annotations
 import io
 import logging
 import os
+import sys
 import time
+from threading import get_ident
 from typing import Any
 
-__all__ = ["AccessLogFileHandler", "AccessLogHandler", "LineSink"]
+__all__ = ["BATCH_BYTES", "AccessLogFileHandler", "AccessLogHandler", "LineSink"]
+
+# At most PIPE_BUF per write: a pipe (journald, a supervisor) never interleaves such a write
+# with another worker's, so batched lines stay whole.
+BATCH_BYTES = 4096
 
 
 class _OneWrite(logging.StreamHandler):
-    """The shared part: `handle` without the lock and `emit` as a single write."""
+    """The shared part: `handle` without the lock, `emit` as whole lines, batched writes."""
+
+    _pending: list[str] | None = None  # lines waiting for the end of this loop turn
+    _pending_size = 0
+    _pending_hub: Any = None
+    _pending_thread = 0
 
     def handle(self, record: logging.LogRecord) -> bool:
         """Filter, then emit; no lock (see the module doc)."""
@@ -40,7 +59,7 @@ class _OneWrite(logging.StreamHandler):
         return True
 
     def emit(self, record: logging.LogRecord) -> None:
-        """Write the formatted record and a newline with one system call."""
+        """Write the formatted record and a newline (see `write_line`)."""
         try:
             self.write_line(record.getMessage() if self.formatter is None else self.format(record))
         except RecursionError:
@@ -49,7 +68,18 @@ class _OneWrite(logging.StreamHandler):
             self.handleError(record)
 
     def write_line(self, text: str) -> None:
-        """Write `text` and the terminator as one `write` (errors propagate)."""
+        """Write `text` and the terminator whole: now, or batched in this loop turn."""
+        pending = self._pending
+        if pending is not None:
+            # PERF: a batch belongs to one thread's hub; comparing thread ids is enough (the
+            # hub's callback, or flush() at exit, writes it even if we are its main greenlet).
+            if self._pending_thread == get_ident():
+                pending.append(text)
+                self._pending_size += len(text) + 1
+                if self._pending_size >= BATCH_BYTES:
+                    self.write_pending()
+                return
+            self.write_pending()  # another thread's loop: keep our order, then write alone
         stream = self.stream
         if stream is None:  # a FileHandler opened with delay=True
             stream = self.stream = self._open_stream()
@@ -59,11 +89,41 @@ class _OneWrite(logging.StreamHandler):
             stream.write(text + self.terminator)  # e.g. a StringIO in tests
             stream.flush()
             return
-        data = (text + self.terminator).encode(
-            getattr(stream, "encoding", None) or "utf-8", "backslashreplace"
-        )
-        while data:
-            data = data[os.write(fd, data) :]
+        if len(text) < BATCH_BYTES and (hub := _hub_if_running()) is not None:
+            self._pending, self._pending_size, self._pending_hub = [text], len(text) + 1, hub
+            self._pending_thread = get_ident()
+            hub.loop.run_callback(self._write_pending_later)
+            return
+        _write_lines(fd, self._encode(text + self.terminator))
+
+    def write_pending(self) -> None:
+        """Write the batched lines now, in as few `write` calls as PIPE_BUF allows."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending, self._pending_size, self._pending_hub = None, 0, None
+        stream = self.stream
+        if stream is None:
+            stream = self.stream = self._open_stream()
+        pending.append("")  # the terminator after the last line too
+        _write_lines(stream.fileno(), self._encode(self.terminator.join(pending)))
+
+    def _encode(self, text: str) -> bytes:
+        encoding = getattr(self.stream, "encoding", None) or "utf-8"
+        return text.encode(encoding, "backslashreplace")
+
+    def _write_pending_later(self) -> None:
+        try:
+            self.write_pending()
+        except Exception:
+            self.handleError(logging.makeLogRecord({"msg": "access log lines lost"}))
+
+    def flush(self) -> None:
+        """Write the batched lines, then flush the stream (logging.shutdown calls this)."""
+        try:
+            self.write_pending()
+        finally:
+            super().flush()
 
     def _open_stream(self) -> Any:
         raise ValueError("this handler has no stream")
@@ -89,10 +149,12 @@ class AccessLogFileHandler(logging.FileHandler, _OneWrite):
 class LineSink:
     """Delivers preformatted lines to a logger's handlers (see the module doc)."""
 
-    __slots__ = ("_forks", "_levels", "_logger", "_start_ns", "_template")
+    __slots__ = ("_direct", "_forks", "_levels", "_logger", "_seen", "_start_ns", "_template")
 
     def __init__(self, logger: logging.Logger) -> None:
         self._logger = logger
+        self._seen: list[logging.Handler] | None = None  # the handlers `_direct` was worked out for
+        self._direct: list[_OneWrite] | None = None
         self._forks = -1
         self._template: dict[str, Any] = {}
         self._start_ns = 0
@@ -105,12 +167,24 @@ class LineSink:
     def send(self, level: int, line: str) -> None:
         """Log `line` at `level` (the caller checked `enabled`)."""
         logger = self._logger
-        direct = _direct_handlers(logger)
+        # PERF: whether lines may skip the LogRecord is worked out again only when the logger's
+        # handlers or settings change (handlers' formatters and filters are checked below).
+        if logger.handlers == self._seen and not (
+            logger.propagate or logger.filters or logger.disabled
+        ):
+            direct = self._direct
+        else:
+            direct = self._direct = _direct_handlers(logger)
+            self._seen = list(logger.handlers)
         if direct is None:
             logger.handle(self.record(level, line))
             return
         for handler in direct:
             if level >= handler.level:
+                if handler.formatter or handler.filters:  # set since: the full path
+                    self._seen = None
+                    handler.handle(self.record(level, line))
+                    continue
                 try:
                     handler.write_line(line)
                 except Exception:
@@ -144,14 +218,43 @@ class LineSink:
         return str(name)
 
 
+def _hub_if_running() -> Any:
+    """This thread's gevent hub when we run in a greenlet it schedules, else None.
+
+    A greenlet other than the main one only runs under a running hub, so a callback queued on
+    that hub runs once this greenlet waits or ends: a batch cannot be left behind. In the
+    main greenlet (scripts, TestClient without a server) lines are written at once.
+    """
+    hubs = sys.modules.get("gevent._hub_local")  # gevent not imported: no hub (no import here)
+    if hubs is None:
+        return None
+    current = sys.modules["greenlet"].getcurrent()
+    if current.parent is None:
+        return None
+    hub = hubs.get_hub_if_exists()
+    return hub if hub is not None and current is not hub else None
+
+
+def _write_lines(fd: int, data: bytes) -> None:
+    """Write whole lines in pieces of at most BATCH_BYTES (a longer line goes alone)."""
+    while data:
+        end = len(data)
+        if end > BATCH_BYTES:
+            end = data.rfind(b"\n", 0, BATCH_BYTES) + 1  # 0: the first line alone is longer
+            if not end:
+                end = data.find(b"\n") + 1 or len(data)
+        data = data[os.write(fd, data[:end]) :]
+
+
 def _direct_handlers(logger: logging.Logger) -> list[_OneWrite] | None:
     """The logger's handlers if a line may skip the LogRecord for all of them, else None."""
     if logger.propagate or logger.filters or logger.disabled or not logger.handlers:
         return None
-    direct = [
-        h for h in logger.handlers if isinstance(h, _OneWrite) and not h.formatter and not h.filters
-    ]
-    return direct if len(direct) == len(logger.handlers) else None
+    handlers = logger.handlers
+    for handler in handlers:
+        if not isinstance(handler, _OneWrite) or handler.formatter or handler.filters:
+            return None
+    return handlers  # type: ignore[return-value]  # all _OneWrite, checked just above
 
 
 # PERF: counted at fork instead of calling os.getpid() (a system call) for every line.

@@ -15,7 +15,8 @@ Theory of operation, per request:
 5. **Files**: Content-Type by extension, strong ETag, Last-Modified, Cache-Control,
    Accept-Ranges; preconditions (304/412), If-Range and one byte range (206/416) as in
    `conditional`; a precompressed `name.br`/`name.gz` sibling when the client accepts it
-   (with `Vary: Accept-Encoding`); the body goes out with sendfile.
+   (with `Vary: Accept-Encoding`); the body goes out with sendfile. What these headers need
+   is worked out once per file version (`file_versions`), checked against the fresh lstat.
 
 A miss is `next()` with `fallthrough` (the default), or 404 `Not Found` without it.
 `spa()` adds the single-page-app rule: a navigation that nothing else answered gets the index.
@@ -30,15 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 from socketify.middleware.conditional import (
     UNSATISFIABLE,
-    etag_for,
     if_range_allows,
-    last_modified_text,
     parse_range,
     preconditions,
 )
+from socketify.middleware.file_versions import SUFFIXES, FileVersion, FileVersions
 from socketify.middleware.listing import render_listing
 from socketify.middleware.negotiation import add_vary, choose_encoding
-from socketify.mime import guess_type
 from socketify.response import TEXT_PLAIN
 from socketify.routing import split_path
 
@@ -51,7 +50,6 @@ __all__ = ["serve", "spa"]
 Next = Callable[[], None]
 Middleware = Callable[["Request", "Response", Next], None]
 _ALLOW = "GET, HEAD"
-_SIBLINGS = (("br", ".br"), ("gzip", ".gz"))  # server preference: br is smaller
 
 
 class _Options:
@@ -69,6 +67,7 @@ class _Options:
         "mount",
         "precompressed",
         "real_root",
+        "versions",
     )
 
     def __init__(self, root: str, mount: str, **options: Any) -> None:
@@ -90,6 +89,7 @@ class _Options:
             self.cache_control = f"public, max-age={int(max_age)}"
             if options["immutable"]:
                 self.cache_control += ", immutable"
+        self.versions = FileVersions()
 
 
 def serve(
@@ -273,22 +273,24 @@ def _serve_file(
     opts: _Options,
     precompressed: bool,
 ) -> bool:
-    content_type = guess_type(path)
+    versions = opts.versions
+    version = versions.get(path, info)
+    content_type = version.content_type  # the original's type, also for a .gz/.br sibling
     if precompressed:
-        accept = req.header("accept-encoding")
-        if accept:
-            path, info = _precompressed(res, path, info, accept)
-    size = info.st_size
-    mtime = int(info.st_mtime)
-    etag = etag_for(size, info.st_mtime_ns) if opts.etag else None
+        codings = versions.siblings(version)
+        if codings:
+            version = _precompressed(req, res, version, codings, versions)
+    size = version.size
+    etag = version.etag if opts.etag else None
     if etag is not None:
         res.set_header("ETag", etag)
     if opts.last_modified:
-        res.set_header("Last-Modified", last_modified_text(mtime))
+        res.set_header("Last-Modified", version.last_modified)
     if opts.cache_control:
         res.set_header("Cache-Control", opts.cache_control)
-    validator_mtime = mtime if opts.last_modified else None
-    decided = preconditions(req, etag, validator_mtime)
+    validator_mtime = version.mtime if opts.last_modified else None
+    headers = req.headers
+    decided = preconditions(req.method, headers, etag, validator_mtime)
     if decided is not None:
         res.status(decided)
         if decided == 304:
@@ -296,8 +298,8 @@ def _serve_file(
         return res.send("Precondition Failed\n", TEXT_PLAIN)
     res.set_header("Content-Type", content_type)
     res.set_header("Accept-Ranges", "bytes")
-    range_header = req.header("range")
-    if range_header and if_range_allows(req, etag, validator_mtime):
+    range_header = headers.get("range")
+    if range_header and if_range_allows(headers, etag, validator_mtime):
         wanted = parse_range(range_header, size)
         if wanted is UNSATISFIABLE:
             res.remove_header("Content-Encoding")
@@ -306,30 +308,35 @@ def _serve_file(
         if isinstance(wanted, tuple):
             first, last = wanted
             res.status(206).set_header("Content-Range", f"bytes {first}-{last}/{size}")
-            return res.send_file(path, offset=first, length=last - first + 1)
-    return res.send_file(path, length=size)
+            return res.send_file(version.path, offset=first, length=last - first + 1)
+    return res.send_file(version.path, length=size)
 
 
 def _precompressed(
-    res: Response, path: str, info: os.stat_result, accept: str
-) -> tuple[str, os.stat_result]:
-    """A `.br`/`.gz` sibling the client accepts, with Content-Encoding set; else the file."""
-    available: dict[str, tuple[str, os.stat_result]] = {}
-    for coding, suffix in _SIBLINGS:
-        try:
-            sibling = os.stat(path + suffix)
-        except OSError:
-            continue
-        if stat.S_ISREG(sibling.st_mode):
-            available[coding] = (path + suffix, sibling)
-    if not available:
-        return path, info
+    req: Request,
+    res: Response,
+    version: FileVersion,
+    codings: tuple[str, ...],
+    versions: FileVersions,
+) -> FileVersion:
+    """The `.br`/`.gz` sibling the client accepts, with Content-Encoding set; else `version`."""
+    # The answer depends on Accept-Encoding whenever a sibling exists, even when this
+    # client sent none: a shared cache must not give the plain file to one that accepts gzip.
     add_vary(res, "Accept-Encoding")
-    chosen = choose_encoding(accept, tuple(available))
+    chosen = choose_encoding(req.headers.get("accept-encoding") or "", codings)
     if chosen is None:
-        return path, info
+        return version
+    sibling_path = version.path + SUFFIXES[chosen]
+    try:
+        info = os.stat(sibling_path)  # always fresh: the served length must be exact
+    except (OSError, ValueError):
+        versions.forget_siblings(version)
+        return version
+    if not stat.S_ISREG(info.st_mode):
+        versions.forget_siblings(version)
+        return version
     res.set_header("Content-Encoding", chosen)
-    return available[chosen]
+    return versions.get(sibling_path, info)
 
 
 def _is_navigation(req: Request, mount: list[str]) -> bool:

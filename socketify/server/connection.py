@@ -341,12 +341,14 @@ class Connection:
         # cut a stream whose producer is slow to yield its first chunk (after the 200 head,
         # so silently). Blocked sends set their own deadline.
         self.deadline = None
-        self._send(res.head_bytes(keep_alive))
+        head = res.head_bytes(keep_alive)
         if res.head_only or res.status_code in (204, 304):
+            self._send(head)
             return keep_alive and not res.close_connection
         if res.file_path is not None:
-            send_file(self, res.file_path, res.file_offset, res.file_length)
+            send_file(self, res.file_path, res.file_offset, res.file_length, head)
         else:
+            self._send(head)
             chunked = res.chunked
             try:
                 for chunk in res.iter_stream():

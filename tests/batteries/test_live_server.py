@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import http.client
 import os
 import shutil
 import subprocess
@@ -29,6 +30,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("live-site")
     (root / "big.bin").write_bytes(os.urandom(BIG_SIZE))
     (root / "hello.txt").write_bytes(b"Hello, live world!\n")
+    (root / "empty.txt").write_bytes(b"")
     (root / "app.js").write_bytes(b"let x = 1;\n" * 100)
     (root / "app.js.gz").write_bytes(gzip.compress(b"let x = 1;\n" * 100))
     (root / "docs").mkdir()
@@ -81,6 +83,27 @@ def test_ranges_with_curl(server: LiveServer, site: Path) -> None:
     refused = curl("-D", "-", "-o", "/dev/null", "-r", f"{BIG_SIZE}-", url)
     status, headers = head_of(refused.stdout)
     assert status == 416 and headers["content-range"] == f"bytes */{BIG_SIZE}"
+
+
+def test_small_empty_and_head_file_answers_on_one_keep_alive_connection(
+    server: LiveServer,
+) -> None:
+    """Each answer arrives whole and at once, whatever the file sender does with the head."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=3)
+    try:
+        for method, name, body in [
+            ("GET", "empty.txt", b""),
+            ("GET", "hello.txt", b"Hello, live world!\n"),
+            ("HEAD", "hello.txt", b""),
+            ("GET", "empty.txt", b""),
+            ("GET", "hello.txt", b"Hello, live world!\n"),
+        ]:
+            connection.request(method, f"/static/{name}")
+            response = connection.getresponse()
+            assert response.status == 200 and response.read() == body
+            assert response.getheader("Connection") == "keep-alive"
+    finally:
+        connection.close()
 
 
 def test_conditional_get_and_head(server: LiveServer) -> None:

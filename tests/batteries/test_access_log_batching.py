@@ -1,0 +1,157 @@
+"""Access lines batched per turn of the gevent loop: whole, in order, prompt, never lost."""
+
+from __future__ import annotations
+
+import logging as std_logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import gevent
+import pytest
+
+from socketify.middleware import log_handlers
+from socketify.middleware.log_handlers import BATCH_BYTES, AccessLogFileHandler, LineSink
+from socketify.testing import LiveServer
+
+
+@pytest.fixture
+def log_file(tmp_path: Path) -> Path:
+    return tmp_path / "access.log"
+
+
+@pytest.fixture
+def handler(log_file: Path) -> Iterator[AccessLogFileHandler]:
+    made = AccessLogFileHandler(str(log_file))
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every os.write the handlers make, recorded (and still performed)."""
+    seen: list[bytes] = []
+    real_write = os.write
+
+    def recording_write(fd: int, data: bytes) -> int:
+        seen.append(bytes(data))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(log_handlers.os, "write", recording_write)
+    return seen
+
+
+def test_lines_of_one_loop_turn_go_out_in_one_write_when_the_greenlet_waits(
+    handler: AccessLogFileHandler, log_file: Path, writes: list[bytes]
+) -> None:
+    def serve_three() -> str:
+        for number in range(3):
+            handler.write_line(f"line {number}")
+        held = log_file.read_text()
+        gevent.sleep(0)  # the greenlet waits: the loop turns
+        return held
+
+    held = gevent.spawn(serve_three).get(timeout=5)
+    assert held == ""  # batched while the greenlet ran
+    assert log_file.read_text() == "line 0\nline 1\nline 2\n"
+    assert writes == [b"line 0\nline 1\nline 2\n"]
+
+
+def test_batches_from_several_greenlets_keep_every_line_once(
+    handler: AccessLogFileHandler, log_file: Path
+) -> None:
+    def serve(name: str) -> None:
+        for number in range(50):
+            handler.write_line(f"{name} {number}")
+            gevent.sleep(0)
+
+    gevent.joinall([gevent.spawn(serve, name) for name in "abc"], timeout=5, raise_error=True)
+    gevent.sleep(0)
+    lines = log_file.read_text().splitlines()
+    assert sorted(lines) == sorted(f"{n} {i}" for n in "abc" for i in range(50))
+    assert [line for line in lines if line.startswith("a ")] == [f"a {i}" for i in range(50)]
+
+
+def test_a_full_batch_is_written_at_once_in_whole_lines_of_at_most_pipe_buf(
+    handler: AccessLogFileHandler, log_file: Path, writes: list[bytes]
+) -> None:
+    line = "x" * 99  # 100 bytes with the newline
+
+    def burst() -> int:
+        for _ in range(100):
+            handler.write_line(line)
+        return len(writes)
+
+    written_before_waiting = gevent.spawn(burst).get(timeout=5)
+    gevent.sleep(0)
+    assert written_before_waiting >= 2  # 10 000 bytes: at least two full batches went out
+    assert all(len(data) <= BATCH_BYTES and data.endswith(b"\n") for data in writes)
+    assert log_file.read_text() == (line + "\n") * 100
+
+
+def test_flush_writes_what_is_pending(handler: AccessLogFileHandler, log_file: Path) -> None:
+    """logging.shutdown() (what a worker runs on its way out) calls flush()."""
+
+    def log_and_flush() -> str:
+        handler.write_line("last words")
+        handler.flush()
+        return log_file.read_text()
+
+    assert gevent.spawn(log_and_flush).get(timeout=5) == "last words\n"
+
+
+def test_close_writes_what_is_pending(handler: AccessLogFileHandler, log_file: Path) -> None:
+    gevent.spawn(handler.write_line, "before close").get(timeout=5)  # no loop turn yet
+    handler.close()
+    assert log_file.read_text() == "before close\n"
+
+
+def test_outside_a_greenlet_each_line_is_written_at_once(
+    handler: AccessLogFileHandler, log_file: Path
+) -> None:
+    handler.write_line("from the main greenlet")
+    assert log_file.read_text() == "from the main greenlet\n"
+    done: list[str] = []
+
+    def in_a_thread() -> None:
+        handler.write_line("thread")
+        done.append("ok")
+
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join(5)
+    assert done == ["ok"] and log_file.read_text().endswith("thread\n")
+
+
+def test_a_line_sink_picks_up_a_formatter_set_after_the_first_line(
+    handler: AccessLogFileHandler, log_file: Path
+) -> None:
+    logger = std_logging.getLogger("socketify.test.batching")
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    logger.setLevel(std_logging.INFO)
+    sink = LineSink(logger)
+    try:
+        sink.send(std_logging.INFO, "plain")
+        handler.setFormatter(std_logging.Formatter("[%(levelname)s] %(message)s"))
+        sink.send(std_logging.WARNING, "formatted")
+    finally:
+        logger.handlers.clear()
+    assert log_file.read_text() == "plain\n[WARNING] formatted\n"
+
+
+def test_the_real_server_logs_each_request_promptly(tmp_path: Path) -> None:
+    import urllib.request
+
+    access_log = tmp_path / "served.log"
+    args = ("--access-log", str(access_log), "--access-log-format", "dev")
+    with LiveServer("tests.batteries.apps.static_app:server", workers=1, args=args) as srv:
+        for _ in range(3):
+            with urllib.request.urlopen(f"{srv.url}/ping", timeout=5) as response:
+                assert response.status == 200
+        deadline = time.monotonic() + 0.5
+        while access_log.read_text().count("GET /ping 200") < 3:
+            assert time.monotonic() < deadline, access_log.read_text()
+            time.sleep(0.01)
