@@ -86,13 +86,25 @@ class _LookupError(Exception):
     """The app, its database or its migrations folder cannot be found."""
 
 
+def _import_for_migrations(name: str) -> ModuleType:
+    """Import the app with `MIGRATING_ENV` set, and only then: `main()` may run in-process."""
+    before = os.environ.get(MIGRATING_ENV)
+    os.environ[MIGRATING_ENV] = "1"
+    try:
+        return _import(name)
+    finally:
+        if before is None:
+            del os.environ[MIGRATING_ENV]
+        else:
+            os.environ[MIGRATING_ENV] = before
+
+
 def _run(options: argparse.Namespace) -> int:
     if options.command == "new" and options.app is None:
         path = Migrator(None, options.dir).new(options.argument)
         print(f"created {path}")
         return 0
-    os.environ[MIGRATING_ENV] = "1"
-    app_module = _import(options.app.partition(":")[0])
+    app_module = _import_for_migrations(options.app.partition(":")[0])
     directory = Path(options.dir) if options.dir else _beside(app_module) / "migrations"
     if options.command == "new":
         print(f"created {Migrator(None, directory).new(options.argument)}")
