@@ -48,6 +48,12 @@ APPLICATION_JSON = "application/json; charset=utf-8"
 
 _FRAMING = frozenset({"content-length", "transfer-encoding"})
 _REPLACED = frozenset({"date", "server", "connection"})
+_OURS = _FRAMING | _REPLACED  # what `_special` handles
+# PERF: header names are nearly always literals in the app's code, so each distinct name is
+# checked against the token grammar once, then found in this dict (bounded: a name made from
+# request data would be checked every time past the bound, never wrongly accepted).
+_CHECKED_NAMES: dict[str, str] = dict(LOWER_HEADER_NAMES)
+_CHECKED_NAMES_MAX = 1024
 # Headers that describe the old body; an error page must not inherit them.
 _ENTITY = frozenset({"content-disposition", "content-encoding", "content-range"})
 _HTML_START = (b"<!doctype", b"<html")
@@ -107,31 +113,38 @@ class Response:
 
     def set_header(self, name: str, value: str) -> Response:
         """Set header `name` (case-insensitive), replacing earlier values; chains."""
-        # PERF: a common name and a printable-ASCII value need no further checks.
-        lower = LOWER_HEADER_NAMES.get(name) or check_header_name(name)
+        # PERF: a name checked once before and a printable-ASCII value need no further checks.
+        lower = _CHECKED_NAMES.get(name) or _check_name(name)
         if type(value) is not str or not (value.isascii() and value.isprintable()):
             value = check_header_value(value)
         if lower == "content-type":
             self._content_type = value
-        elif not self._special(lower, value):
+        elif lower in _OURS:
+            self._special(lower, value)
+        else:
             headers = self._headers
             if headers is None:
                 self._headers = [(lower, name, value)]
             else:
-                if any(h[0] == lower for h in headers):
-                    headers[:] = [h for h in headers if h[0] != lower]
+                for header in headers:
+                    if header[0] == lower:
+                        headers[:] = [h for h in headers if h[0] != lower]
+                        break
                 headers.append((lower, name, value))
         return self
 
     def add_header(self, name: str, value: str) -> Response:
         """Add one more value for header `name` (sent as its own line); chains."""
-        lower = check_header_name(name)
-        value = check_header_value(value)
+        lower = _CHECKED_NAMES.get(name) or _check_name(name)
+        if type(value) is not str or not (value.isascii() and value.isprintable()):
+            value = check_header_value(value)
         if lower == "content-type":
             self._content_type = value
-        elif not self._special(lower, value):
-            if self._headers is None:
-                self._headers = []
+        elif lower in _OURS:
+            self._special(lower, value)
+        elif self._headers is None:
+            self._headers = [(lower, name, value)]
+        else:
             self._headers.append((lower, name, value))
         return self
 
@@ -449,6 +462,14 @@ class Response:
 
     def __repr__(self) -> str:
         return f"<Response {self.status_code} {self.kind}{' ended' if self._ended else ''}>"
+
+
+def _check_name(name: str) -> str:
+    """`check_header_name`, remembering the names that passed."""
+    lower = check_header_name(name)
+    if len(_CHECKED_NAMES) < _CHECKED_NAMES_MAX:
+        _CHECKED_NAMES[name] = lower
+    return lower
 
 
 def _as_bytes(body: object) -> bytes:

@@ -8,7 +8,11 @@ the body unless the answer has none on the wire (HEAD, 1xx, 204, 304).
 PERF: most answers are plain: a status, maybe a Content-Type, a buffered body, and no other
 header or cookie. Their head depends only on (status, Content-Type, body length, keep-alive)
 and the current Date second, so `_PlainHeads` keeps the heads built during this second and
-a repeated answer (a health check, an API polled or pipelined) costs one dict lookup.
+a repeated answer (a health check, an API polled or pipelined) costs one dict lookup. An
+answer that adds a few headers or cookies of its own (rate-limit headers, a session cookie)
+reuses the same cached parts around its own lines, which `Response` checked when they were
+set; only an answer that replaces Date, Server or Connection, or is not buffered, is built
+line by line.
 """
 
 from __future__ import annotations
@@ -29,12 +33,16 @@ _PLAIN_HEADS_MAX = 256  # distinct plain heads kept per second; more just rebuil
 
 
 class _PlainHeads:
-    """Heads of plain answers built during the current Date second, and that second's lines."""
+    """Heads of plain answers built during the current Date second, and that second's lines.
+
+    Each head is kept whole and in two parts, split where the handler's own header lines go:
+    the status, Date and Server lines before, Content-Type and the framing lines after.
+    """
 
     __slots__ = ("heads", "lines", "until")
 
     def __init__(self) -> None:
-        self.heads: dict[tuple[int, str | None, int, bool], bytes] = {}
+        self.heads: dict[tuple[int, str | None, int, bool], tuple[bytes, bytes, bytes]] = {}
         self.lines = ""  # the Date and Server lines every stored head was built with
         self.until = 0.0  # when they go stale
 
@@ -47,9 +55,7 @@ def buffered_bytes(res: Response, keep_alive: bool) -> bytes:
     if res._chunks:
         res.replace_body(res.body)
     if (
-        res._headers
-        or res._cookies
-        or res._own is not None
+        res._own is not None
         or res.upgrade is not None
         or res.stream_iter is not None
         or res.file_path is not None
@@ -58,6 +64,8 @@ def buffered_bytes(res: Response, keep_alive: bool) -> bytes:
         if res.upgrade or res.stream_iter or res.file_path:
             return head
     else:
+        # PERF: a buffered answer with a few headers or cookies of its own (rate-limit
+        # headers, a session cookie) reuses the cached parts around its own lines.
         plain = _PLAIN
         heads = plain.heads
         if _time() >= plain.until:
@@ -66,13 +74,19 @@ def buffered_bytes(res: Response, keep_alive: bool) -> bytes:
             heads.clear()
         keep_alive = keep_alive and not res.close_connection
         key = (res._status, res._content_type, len(res._body), keep_alive)
-        cached = heads.get(key)
-        if cached is None:
-            cached = head_bytes(res, keep_alive, plain.lines)
+        parts = heads.get(key)
+        if parts is None:
+            code = res._status or 200
+            start = ((STATUS_LINES.get(code) or status_line(code)) + plain.lines).encode("latin-1")
+            tail = _tail(res, keep_alive, code)
+            parts = (start + tail, start, tail)
             if len(heads) >= _PLAIN_HEADS_MAX:
                 heads.clear()
-            heads[key] = cached
-        head = cached
+            heads[key] = parts
+        if res._headers is None and res._cookies is None:
+            head = parts[0]
+        else:
+            head = parts[1] + _own_lines(res).encode("latin-1") + parts[2]
     if res._head_only or res._status in NO_BODY_STATUSES:
         return head
     return head + res._body
@@ -87,13 +101,29 @@ def head_bytes(res: Response, keep_alive: bool, date_server: str | None = None) 
         date_server = f"Date: {date}\r\nServer: {own.get('server', 'socketify')}\r\n"
     elif date_server is None:
         date_server = _DATE.get()
+    line = STATUS_LINES.get(code) or status_line(code)
+    return (line + date_server + _own_lines(res)).encode("latin-1") + _tail(res, keep_alive, code)
+
+
+def _own_lines(res: Response) -> str:
+    """The handler's header lines, then its Set-Cookie lines."""
+    # PERF: for the few lines an answer has, += beats building a list to join (half the time).
     extra = ""
     if res._headers:
-        extra = "".join([f"{name}: {value}\r\n" for _, name, value in res._headers])
+        for _, name, value in res._headers:
+            extra += f"{name}: {value}\r\n"
     if res._cookies:
-        extra += "".join([f"Set-Cookie: {line}\r\n" for line in res._cookies])
+        for line in res._cookies:
+            extra += f"Set-Cookie: {line}\r\n"
+    return extra
+
+
+def _tail(res: Response, keep_alive: bool, code: int) -> bytes:
+    """Content-Type, the framing header and Connection, then the blank line."""
+    extra = ""
     if res._content_type is not None:
-        extra += f"Content-Type: {res._content_type}\r\n"
+        extra = f"Content-Type: {res._content_type}\r\n"
+    own = res._own
     if res.upgrade is not None:
         connection = (own or {}).get("connection", "close")
     else:
@@ -109,5 +139,4 @@ def head_bytes(res: Response, keep_alive: bool, date_server: str | None = None) 
         else:
             extra += f"Content-Length: {len(res.body)}\r\n"
         connection = "keep-alive" if keep_alive and not res.close_connection else "close"
-    line = STATUS_LINES.get(code) or status_line(code)
-    return f"{line}{date_server}{extra}Connection: {connection}\r\n\r\n".encode("latin-1")
+    return f"{extra}Connection: {connection}\r\n\r\n".encode("latin-1")

@@ -111,6 +111,7 @@ class StoreStrategy:
         # verified once is the same next time, so remember the values that did (never the
         # ones that did not: a flood of forged cookies must not evict the real ones).
         self._verified: dict[str, str] = {}
+        self._ttl = float(options.ttl)
 
     def sign(self, sid: str) -> str:
         """`<id>.<base64url HMAC-SHA256(secret, id)>`."""
@@ -150,15 +151,16 @@ class StoreStrategy:
     def persist(self, session: Session, res: Response) -> None:
         """Save or delete the stored data; set or clear the cookie."""
         opts = self.options
-        for old_id, _ in session._previous:
-            self.store.delete(opts.key_prefix + old_id)
-        session._previous.clear()
-        if session.destroyed:
+        if session._previous:
+            for old_id, _ in session._previous:
+                self.store.delete(opts.key_prefix + old_id)
+            session._previous.clear()
+        if session._destroyed:
             self.store.delete(opts.key_prefix + session.id)
             opts.clear_cookie(res)
             return
         if session.wants_saving(opts):
-            self.store.set(opts.key_prefix + session.id, session.encode(), float(opts.ttl))
+            self.store.set(opts.key_prefix + session.id, session.encode(), self._ttl)
             value = session.cookie_value
             if value is None or not value.startswith(session.id):
                 value = self.sign(session.id)

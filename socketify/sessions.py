@@ -209,6 +209,15 @@ class Session(MutableMapping[str, Any]):
     def __len__(self) -> int:
         return len(self._data)
 
+    # PERF: the Mapping mixins would go through __getitem__ and catch KeyError; the dict
+    # answers directly.
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of `key`, or `default` (None: JSON null) when absent."""
+        return self._data.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
     def has(self, key: str) -> bool:
         """True when `key` is in the session."""
         return key in self._data

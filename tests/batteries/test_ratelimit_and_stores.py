@@ -56,6 +56,19 @@ def test_headers_count_down_then_429_with_retry_after() -> None:
     assert client.get("/").status == 200
 
 
+def test_fractional_buckets_are_floored_in_the_headers() -> None:
+    clock = Clock()
+    client = app(
+        ratelimit.middleware(capacity=2.5, refill_per_second=0.25, store=MemoryStore(clock))
+    )
+    first = client.get("/").headers
+    assert first["RateLimit-Limit"] == "2" and first["RateLimit-Remaining"] == "1"  # 1.5 left
+    assert client.get("/").headers["RateLimit-Remaining"] == "0"  # 0.5 left
+    blocked = client.get("/")
+    assert blocked.status == 429 and blocked.headers["RateLimit-Remaining"] == "0"
+    assert blocked.headers["Retry-After"] == "2"  # 0.5 token short at 0.25/s
+
+
 def test_refill_is_capped_at_capacity() -> None:
     clock = Clock()
     client = app(ratelimit.middleware(capacity=2, refill_per_second=10, store=MemoryStore(clock)))

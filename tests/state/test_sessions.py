@@ -14,6 +14,7 @@ import pytest
 
 from socketify import HTTPError, Server, sessions
 from socketify.testing import TestClient
+from workers.kvstore import KeyValueStore
 from workers.state import LocalState
 
 SECRET = "s3cret-" * 6  # 36 bytes: PyJWT warns below 32
@@ -103,6 +104,31 @@ def test_the_session_is_read_back_and_rolling_resends_the_cookie() -> None:
     client, _ = make(rolling=False)
     client.get("/set/a/1")
     assert client.get("/get/a").headers.get("Set-Cookie") is None
+
+
+def test_rolling_resends_the_same_cookie_and_extends_the_stored_data_every_time() -> None:
+    clock = [1000.0]
+    store = LocalState(KeyValueStore(lambda: clock[0]))
+    client, _ = make(store=store, ttl=100)
+    first = client.get("/set/a/1").headers["Set-Cookie"]
+    sid = first.split("=", 1)[1].split(".", 1)[0]
+    for _ in range(3):  # each read-only request re-saves: the data outlives the first ttl
+        clock[0] += 60
+        assert client.get("/get/a").headers["Set-Cookie"] == first
+    assert store.get("sess:" + sid) == b'{"a":"1"}'
+    clock[0] += 101  # nothing for longer than ttl: gone
+    assert store.get("sess:" + sid) is None
+
+
+def test_without_rolling_an_unchanged_session_is_neither_resent_nor_extended() -> None:
+    clock = [1000.0]
+    store = LocalState(KeyValueStore(lambda: clock[0]))
+    client, _ = make(store=store, ttl=100, rolling=False)
+    client.get("/set/a/1")
+    clock[0] += 60
+    assert client.get("/get/a").headers.get("Set-Cookie") is None
+    clock[0] += 60  # 120 s after the only save: expired although it was read at 60 s
+    assert client.get("/get/a").json() == {"v": None, "new": True}
 
 
 def test_data_changed_in_place_is_saved_even_without_rolling() -> None:
@@ -222,3 +248,13 @@ def test_jwt_destroy_with_both_transports_clears_the_cookie_once() -> None:
     client, _ = jwt_client()
     client.get("/set/a/1")
     assert len(client.get("/destroy").headers.getall("Set-Cookie")) == 1
+
+
+def test_session_reads_answer_from_the_data_and_only_writes_mark_it_dirty() -> None:
+    session = sessions.Session("a" * 32, {"n": 1, "none": None}, is_new=False, raw=b"{}")
+    assert session.get("n") == 1 and session.get("missing") is None
+    assert session.get("missing", 0) == 0 and session.get("none", 5) is None
+    assert "n" in session and "missing" not in session and 1 not in session
+    assert not session._dirty
+    session["n"] = 2
+    assert session._dirty and session.data() == {"n": 2, "none": None}
