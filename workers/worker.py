@@ -34,6 +34,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from workers import linux
 from workers.context import WorkerContext
@@ -110,9 +111,7 @@ def _take_over_signals() -> list[int]:
 
 
 def _boot(setup: WorkerSetup, early: list[int]) -> WorkerContext:
-    from gevent import monkey
-
-    monkey.patch_all()
+    _patch_all()
     import gevent
 
     gevent.reinit()
@@ -144,6 +143,32 @@ def _boot(setup: WorkerSetup, early: list[int]) -> WorkerContext:
             stopper.stop(STOP_SIGNALS[signum])
     gevent.spawn(_heartbeat, setup, stopper)
     return ctx
+
+
+def _patch_all() -> None:
+    """gevent's `monkey.patch_all()`, safe in a child of a process with dead weak proxies.
+
+    Patching walks `gc.get_objects()` looking for existing RLocks, and `isinstance` on a
+    `weakref.proxy` whose referent is gone raises ReferenceError, which would fail the boot
+    (seen with a large parent, e.g. `--preload` or a test process). Proxies are never locks,
+    so they are left out of that walk.
+    """
+    import gc
+    import weakref
+
+    from gevent import monkey
+
+    proxy_types = tuple(weakref.ProxyTypes)
+    every_object = gc.get_objects
+
+    def objects_but_proxies(*args: Any, **kwargs: Any) -> list[Any]:
+        return [o for o in every_object(*args, **kwargs) if type(o) not in proxy_types]
+
+    gc.get_objects = objects_but_proxies
+    try:
+        monkey.patch_all()
+    finally:
+        gc.get_objects = every_object
 
 
 def _join_state(endpoint: Endpoint) -> None:

@@ -7,6 +7,7 @@ import signal
 import socket
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,25 @@ def test_term_while_workers_boot_stops_cleanly(launch: Launcher) -> None:
     assert master.wait_exit(10) == 0
     wait_for(lambda: not any(is_alive(pid) for pid in workers), timeout=5)
     assert "Traceback" not in master.stderr()
+
+
+class _Referent:
+    """Something a weak proxy can point at."""
+
+
+@pytest.mark.timeout(20)
+def test_workers_boot_in_a_parent_holding_dead_weak_proxies() -> None:
+    # gevent's patching walks every object looking for locks; a proxy whose referent is gone
+    # raises ReferenceError on isinstance(). A big parent (--preload, a test run) has some.
+    referent = _Referent()
+    dead = weakref.proxy(referent)
+    del referent
+    config = MasterConfig(binds=["127.0.0.1:0"], workers=1, graceful_timeout=2, timeout=5)
+    master = Master(config, idle_target)
+    master.start()  # raises BootError if the worker could not patch
+    try:
+        assert len(master.worker_pids) == 1
+    finally:
+        master.stop()
+        assert master.wait() == 0
+    assert type(dead) in weakref.ProxyTypes  # still referenced while the worker booted
