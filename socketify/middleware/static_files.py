@@ -160,7 +160,11 @@ def spa(
         raise ValueError(f"SPA index not found: {index_path}")
 
     def spa_middleware(req: Request, res: Response, next: Next) -> None:
+        missed = False
+
         def after_static_miss() -> None:
+            nonlocal missed
+            missed = True
             next()
             if res.status_code == 404 and _is_navigation(req, opts.mount):
                 res.reset_for_error()
@@ -169,8 +173,17 @@ def spa(
                 _serve_file(req, res, index_path, os.stat(index_path), opts, False)
 
         static(req, res, after_static_miss)
+        if not missed and _names_root_index(req, opts.mount, index):
+            # The same index reached as `/` or `/index.html` (served by the static files,
+            # with their cache_max_age): revalidated too, or a deploy stays stale that long.
+            res.set_header("Cache-Control", "no-cache")
 
     return spa_middleware
+
+
+def _names_root_index(req: Request, mount: list[str], index: str) -> bool:
+    segments = _below_mount(req, mount)
+    return segments is not None and (segments == [] or segments == [index])
 
 
 # -- request path ---------------------------------------------------------------------------

@@ -408,6 +408,27 @@ def test_spa_serves_index_for_unrouted_navigations_only(static_root: Path) -> No
     assert client.get("/api/users/7").json() == {"error": "no such user"}
 
 
+def test_spa_index_is_revalidated_however_it_is_reached(static_root: Path) -> None:
+    server = Server()
+    server.use(static_files.spa(static_root, cache_max_age=3600))
+
+    @server.get("/robots.txt")
+    def robots(req, res):  # type: ignore[no-untyped-def]
+        res.set_header("Cache-Control", "public, max-age=60").send("User-agent: *\n")
+
+    client = TestClient(server)
+    html = {"Accept": "text/html"}
+    for path in ("/", "/index.html", "/deep/link"):
+        page = client.get(path, headers=html)
+        assert page.body == STATIC_FILES["index.html"], path
+        assert page.headers["Cache-Control"] == "no-cache", path
+        again = client.get(path, headers={**html, "If-None-Match": page.headers["ETag"]})
+        assert (again.status, again.headers["Cache-Control"]) == (304, "no-cache"), path
+    # Other files keep the long cache, and a route's own policy is left alone.
+    assert client.get("/hello.txt").headers["Cache-Control"] == "public, max-age=3600"
+    assert client.get("/robots.txt").headers["Cache-Control"] == "public, max-age=60"
+
+
 def test_spa_needs_its_index(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="SPA index"):
         static_files.spa(tmp_path)
