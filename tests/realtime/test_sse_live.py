@@ -63,11 +63,14 @@ def test_sse_broadcast_reaches_subscribers_on_both_workers_once_each(live: LiveS
     by_pid = _subscribers_on_both_workers(live, "/events")
     clients = [c for group in by_pid.values() for c in group]
     try:
-        for n in range(3):
-            posted = requests.post(
-                f"{live.url}/publish?id={n}", data=f"line 1\nline {n}", timeout=5
-            )
-            assert posted.status_code == 200
+        # One keep-alive connection, so one worker publishes: the bus keeps each publisher's
+        # order (DESIGN §3), not an order across publishers on different workers.
+        with requests.Session() as publisher:
+            for n in range(3):
+                posted = publisher.post(
+                    f"{live.url}/publish?id={n}", data=f"line 1\nline {n}", timeout=5
+                )
+                assert posted.status_code == 200
         for client in clients:
             for n in range(3):
                 event = client.next_data_event()
