@@ -15,7 +15,6 @@ import argparse
 import contextlib
 import socket
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,18 +24,13 @@ from load_tests.contenders import CONTENDERS, OURS, ensure_peers
 from load_tests.harness import (
     HOST,
     ServerFailedToStart,
-    child_pids,
     exit_on_sigterm,
     free_port,
     ping_request,
     raise_nofile,
     read_response,
-    rss_kib,
-    serve,
 )
-
-FD_HEADROOM = 1024  # listening sockets, logs, imports: everything but the connections
-MAX_FAILURES = 100
+from load_tests.idle_rss import FD_HEADROOM, measure_idle_rss
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -55,69 +49,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     port = free_port()
     try:
-        with serve(contender.name, contender.command(port, 1), port, nofile=nofile) as server:
-            workers = child_pids(server.pid) or [server.pid]
-            print(f"{contender.name}: master {server.pid}, worker(s) {workers}, NOFILE {nofile}")
-            time.sleep(args.settle)
-            before = sum(map(rss_kib, workers))
-            started = time.monotonic()
-            with contextlib.ExitStack() as stack:
-                connections = _open_idle(port, args.connections, stack)
-                opened_in = time.monotonic() - started
-                time.sleep(args.settle)
-                after = sum(map(rss_kib, workers))
-                still_open = sum(map(_is_open, connections))
+        seen = measure_idle_rss(
+            contender.name,
+            contender.command(port, 1),
+            port,
+            count=args.connections,
+            nofile=nofile,
+            settle=args.settle,
+            open_one=_open_one,
+            noun="connections",
+        )
     except ServerFailedToStart as error:
         print(f"FAILED: {error}", file=sys.stderr)
         return 2
+    still_open = seen.still_open
     print(
-        f"opened {len(connections):,}/{args.connections:,} keep-alive connections in "
-        f"{opened_in:.1f} s (one GET /ping each), {still_open:,} still open when measured\n"
-        f"worker RSS: {before:,} KiB before, {after:,} KiB after (+{after - before:,} KiB)"
+        f"opened {seen.opened:,}/{args.connections:,} keep-alive connections in "
+        f"{seen.opened_in:.1f} s (one GET /ping each), {still_open:,} still open when measured\n"
+        f"worker RSS: {seen.before_kib:,} KiB before, {seen.after_kib:,} KiB after "
+        f"(+{seen.growth_kib:,} KiB)"
     )
     if not still_open:
         print("no connection stayed open: nothing to divide by", file=sys.stderr)
         return 1
-    if still_open < len(connections):
+    if still_open < seen.opened:
         print(
-            f"the server closed {len(connections) - still_open:,} idle connections "
+            f"the server closed {seen.opened - still_open:,} idle connections "
             "(its keep-alive timeout?): the figure below is not per idle connection"
         )
-    print(f"=> {(after - before) / still_open:.2f} KiB per idle keep-alive connection")
+    print(f"=> {seen.growth_kib / still_open:.2f} KiB per idle keep-alive connection")
     return 0 if still_open == args.connections else 1
 
 
-def _open_idle(port: int, count: int, stack: contextlib.ExitStack) -> list[socket.socket]:
-    """Open count connections, make one request on each, and leave them open."""
-    request = ping_request(port)
-    connections, failures = [], 0
-    for n in range(1, count + 1):
-        try:
-            sock = stack.enter_context(socket.create_connection((HOST, port), timeout=5))
-            sock.sendall(request)
-            read_response(sock)
-            connections.append(sock)
-        except OSError as error:
-            failures += 1
-            if failures == 1 or failures == MAX_FAILURES:
-                print(f"  connection {n}: {error}", file=sys.stderr)
-            if failures == MAX_FAILURES:
-                print(f"  stopping after {MAX_FAILURES} failures", file=sys.stderr)
-                break
-        if n % 2000 == 0:
-            print(f"  {n:,} connections", flush=True)
-    return connections
-
-
-def _is_open(sock: socket.socket) -> bool:
-    """Whether the server still holds this connection (no FIN or RST has arrived)."""
-    sock.setblocking(False)  # with a timeout set, recv would first wait for data
-    try:
-        return sock.recv(1, socket.MSG_PEEK) != b""
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
+def _open_one(port: int, stack: contextlib.ExitStack) -> socket.socket:
+    """One keep-alive connection that has made one request."""
+    sock = stack.enter_context(socket.create_connection((HOST, port), timeout=5))
+    sock.sendall(ping_request(port))
+    read_response(sock)
+    return sock
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -17,7 +17,6 @@ import datetime
 import json
 import socket
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,16 +27,14 @@ from load_tests.harness import (
     HOST,
     LOAD_TESTS,
     ServerFailedToStart,
-    child_pids,
     exit_on_sigterm,
     free_port,
     raise_nofile,
-    rss_kib,
-    serve,
 )
+from load_tests.idle_rss import FD_HEADROOM, measure_idle_rss
 
-FD_HEADROOM = 1024
-MAX_FAILURES = 100
+_FRAME = masked_frame(0x1, b"x" * 64)
+_REPLY = len(server_frame(0x1, b"x" * 64))
 GOAL_KIB = 16.0
 RESULTS = LOAD_TESTS / "results"
 
@@ -58,30 +55,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv_server = [*cli, "run", "load_tests.apps.ws_echo:server", "--workers", "1", "--bind",
                    f"{HOST}:{port}"]  # fmt: skip
     try:
-        with serve("socketify", argv_server, port, nofile=nofile) as server:
-            workers = child_pids(server.pid) or [server.pid]
-            print(f"socketify: master {server.pid}, worker(s) {workers}, NOFILE {nofile}")
-            time.sleep(args.settle)
-            before = sum(map(rss_kib, workers))
-            started = time.monotonic()
-            with contextlib.ExitStack() as stack:
-                connections = _open_idle(port, args.connections, stack)
-                opened_in = time.monotonic() - started
-                time.sleep(args.settle)
-                after = sum(map(rss_kib, workers))
-                still_open = sum(map(_is_open, connections))
+        seen = measure_idle_rss(
+            "socketify",
+            argv_server,
+            port,
+            count=args.connections,
+            nofile=nofile,
+            settle=args.settle,
+            open_one=_open_one,
+            noun="WebSockets",
+        )
     except ServerFailedToStart as error:
         print(f"FAILED: {error}", file=sys.stderr)
         return 2
+    still_open = seen.still_open
     print(
-        f"opened {len(connections):,}/{args.connections:,} WebSockets in {opened_in:.1f} s "
+        f"opened {seen.opened:,}/{args.connections:,} WebSockets in {seen.opened_in:.1f} s "
         f"(one echo each), {still_open:,} still open when measured\n"
-        f"worker RSS: {before:,} KiB before, {after:,} KiB after (+{after - before:,} KiB)"
+        f"worker RSS: {seen.before_kib:,} KiB before, {seen.after_kib:,} KiB after "
+        f"(+{seen.growth_kib:,} KiB)"
     )
     if not still_open:
         print("no connection stayed open: nothing to divide by", file=sys.stderr)
         return 1
-    per = (after - before) / still_open
+    per = seen.growth_kib / still_open
     verdict = "met" if per <= GOAL_KIB else "MISSED"
     print(f"=> {per:.2f} KiB per idle WebSocket (goal ≤ {GOAL_KIB:.0f} KiB: {verdict})")
     RESULTS.mkdir(exist_ok=True)
@@ -90,10 +87,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scenario": "websocket-idle-rss",
         "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "connections": args.connections,
-        "opened": len(connections),
+        "opened": seen.opened,
         "still_open": still_open,
-        "rss_before_kib": before,
-        "rss_after_kib": after,
+        "rss_before_kib": seen.before_kib,
+        "rss_after_kib": seen.after_kib,
         "kib_per_connection": per,
         "goal_kib": GOAL_KIB,
     }
@@ -102,43 +99,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0 if still_open == args.connections else 1
 
 
-def _open_idle(port: int, count: int, stack: contextlib.ExitStack) -> list[socket.socket]:
-    """Open count WebSockets, echo one message on each, and leave them open."""
-    frame = masked_frame(0x1, b"x" * 64)
-    reply = len(server_frame(0x1, b"x" * 64))
-    connections, failures = [], 0
-    for n in range(1, count + 1):
-        try:
-            sock, early = open_websocket(port, "/pong")
-            stack.callback(sock.close)
-            sock.sendall(frame)
-            while len(early) < reply:
-                chunk = sock.recv(reply - len(early))
-                if not chunk:
-                    raise ConnectionError("closed before the echo")
-                early += chunk
-            connections.append(sock)
-        except OSError as error:
-            failures += 1
-            if failures == 1 or failures == MAX_FAILURES:
-                print(f"  connection {n}: {error}", file=sys.stderr)
-            if failures == MAX_FAILURES:
-                print(f"  stopping after {MAX_FAILURES} failures", file=sys.stderr)
-                break
-        if n % 2000 == 0:
-            print(f"  {n:,} WebSockets", flush=True)
-    return connections
-
-
-def _is_open(sock: socket.socket) -> bool:
-    """Whether the server still holds this connection (no FIN or RST has arrived)."""
-    sock.setblocking(False)
-    try:
-        return sock.recv(1, socket.MSG_PEEK) != b""
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
+def _open_one(port: int, stack: contextlib.ExitStack) -> socket.socket:
+    """One WebSocket on /pong that has echoed one 64-byte message."""
+    sock, early = open_websocket(port, "/pong")
+    stack.callback(sock.close)
+    sock.sendall(_FRAME)
+    while len(early) < _REPLY:
+        chunk = sock.recv(_REPLY - len(early))
+        if not chunk:
+            raise ConnectionError("closed before the echo")
+        early += chunk
+    return sock
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
