@@ -9,10 +9,12 @@ MB/s unmasking and decoding 64 KiB frames, and the two unmasking strategies side
 from __future__ import annotations
 
 import os
+import sys
 import time
 import timeit
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 from socketify.protocol.websocket import (
     NEED_DATA,
@@ -24,19 +26,10 @@ from socketify.protocol.websocket import (
 )
 from socketify.protocol.websocket.frames import unmask_in_place
 
-MASK = bytes.fromhex("37fa213d")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for `python load_tests/...`
 
-
-def client_frame(opcode: int, payload: bytes) -> bytes:
-    """A masked client frame."""
-    n = len(payload)
-    if n < 126:
-        head = bytes((0x80 | opcode, 0x80 | n))
-    elif n < 0x10000:
-        head = bytes((0x80 | opcode, 0xFE)) + n.to_bytes(2, "big")
-    else:
-        head = bytes((0x80 | opcode, 0xFF)) + n.to_bytes(8, "big")
-    return head + MASK + unmask(payload, MASK)
+from load_tests.bench_websocket_client import MASK
+from load_tests.bench_websocket_client import masked_frame as client_frame
 
 
 def best_us(fn: Callable[[], object], number: int, rounds: int = 7) -> float:

@@ -28,6 +28,8 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from socketify.protocol.websocket.frames import unmask
+
 HOST = "127.0.0.1"
 MASK = bytes.fromhex("5a1c33e7")
 
@@ -68,7 +70,7 @@ def masked_frame(opcode: int, payload: bytes) -> bytes:
         head = bytes((0x80 | opcode, 0xFE)) + n.to_bytes(2, "big")
     else:
         head = bytes((0x80 | opcode, 0xFF)) + n.to_bytes(8, "big")
-    return head + MASK + bytes(b ^ MASK[i & 3] for i, b in enumerate(payload))
+    return head + MASK + unmask(payload, MASK)  # XOR with the mask is its own inverse
 
 
 def server_frame(opcode: int, payload: bytes) -> bytes:
