@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Callable
 from typing import Any
 
+from socketify.chain import Plan, Walk
 from socketify.errors import HTTPError
 from socketify.middleware.compression import resolve as resolve_compression
 from socketify.options import ServerOptions
@@ -46,50 +46,6 @@ ErrorHandler = Callable[[Request, Response, Exception], Any]
 error_log = logging.getLogger("socketify.error")
 
 
-class _Chain:
-    """One request's walk along a middleware chain; `next` is `partial(chain.run, i + 1)`.
-
-    PERF: an object with an index, not a closure that calls itself: a self-referencing
-    closure is a reference cycle, which kept every request's Request and Response (bodies
-    included) alive until the cyclic garbage collector ran, and made it run often. And a
-    C-level `partial` as `next` costs less than a Python callable object.
-    """
-
-    __slots__ = ("dispatch", "handlers", "last", "reached", "req", "res", "started")
-
-    def __init__(
-        self,
-        handlers: Sequence[Callable[..., Any]],
-        req: Request,
-        res: Response,
-        dispatch: Callable[[Request, Response], None] | None,
-    ) -> None:
-        self.handlers = handlers
-        self.req = req
-        self.res = res
-        self.dispatch = dispatch  # what runs after the last middleware; None: a handler does
-        self.last = len(handlers) if dispatch is not None else len(handlers) - 1
-        self.reached = False
-        self.started = -1  # the furthest element started
-
-    def run(self, index: int) -> None:
-        """Run element `index` (a middleware, then the dispatch or the route's handler)."""
-        if index <= self.started:
-            return  # a second next() call: the rest of the chain already ran (or runs)
-        self.started = index
-        res = self.res
-        if res.ended:
-            return  # SPEC: once the response is ended, next() does nothing
-        if index == self.last:
-            self.reached = True
-            if self.dispatch is not None:
-                self.dispatch(self.req, res)
-            else:
-                self.handlers[index](self.req, res)
-        else:
-            self.handlers[index](self.req, res, partial(self.run, index + 1))
-
-
 class Server(Registrar):
     """A Socketify application: `Server(**options)`, then routes, middleware and `listen()`."""
 
@@ -102,6 +58,7 @@ class Server(Registrar):
         self._runner: Any = None
         self._compress = resolve_compression(self.settings.compression)
         self._frozen = False  # PERF: handle() checks a plain attribute, not the router's
+        self._plan: Plan | None = None  # the global middleware chain, frozen with the routes
 
     # -- registration ---------------------------------------------------------------------
 
@@ -145,6 +102,8 @@ class Server(Registrar):
     def freeze(self) -> None:
         """Resolve the route table and middleware chains; registration is closed afterwards."""
         self.router.freeze()
+        if self._middleware:
+            self._plan = Plan(self._middleware, self._dispatch)
         self._frozen = True
 
     @property
@@ -159,8 +118,8 @@ class Server(Registrar):
         if not self._frozen:
             self.freeze()
         try:
-            if self._middleware:
-                self._run_global(req, res)
+            if self._plan is not None:
+                self._run_global(self._plan, req, res)
             else:
                 self._dispatch(req, res)
         except HTTPError as exc:
@@ -175,11 +134,11 @@ class Server(Registrar):
                     "compression failed for %s %s", req.method, req.raw_target, exc_info=exc
                 )
 
-    def _run_global(self, req: Request, res: Response) -> None:
-        chain = _Chain(self._middleware, req, res, self._dispatch)
-        chain.run(0)
-        if not res.ended:
-            if chain.reached:
+    def _run_global(self, plan: Plan, req: Request, res: Response) -> None:
+        walk = Walk(plan, req, res)
+        walk.run(0)
+        if not res._ended:
+            if walk.reached:
                 res.end()
             else:
                 _not_found(res)
@@ -212,11 +171,11 @@ class Server(Registrar):
             return
         if params:
             req.params = params
-        chain = route.chain
-        if len(chain) == 1:
-            chain[0](req, res)
+        plan = route.plan
+        if plan is None:
+            route.handler(req, res)
         else:
-            _run_route_chain(chain, req, res)
+            Walk(plan, req, res).run(0)
         if not res._ended:  # PERF: the slot, not the `ended` property, on every request
             res.end()  # auto-finalize: the handler (or a middleware) returned without ending
 
@@ -297,7 +256,3 @@ def _not_found(res: Response) -> None:
     # SPEC §1.2: headers middleware set (CORS, X-Request-Id...) stay, a Content-Type included.
     res.replace_body(b"")
     res.status(404).send("Not Found\n", TEXT_PLAIN)
-
-
-def _run_route_chain(chain: tuple[Callable[..., Any], ...], req: Request, res: Response) -> None:
-    _Chain(chain, req, res, None).run(0)

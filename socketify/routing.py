@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 from urllib.parse import unquote
 
+from socketify.chain import Plan
 from socketify.errors import HTTPError
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ class Route:
         "middleware",
         "params",
         "pattern",
+        "plan",
         "segments",
         "wildcard",
     )
@@ -111,6 +113,7 @@ class Route:
         self.handler = handler
         self.middleware: list[Middleware] = []
         self.chain: tuple[Callable[..., Any], ...] = (handler,)
+        self.plan: Plan | None = None  # the frozen chain when it has middleware
         # Compiled form: segments are ("s", text), ("p", name) or ("w", name).
         self.segments: list[tuple[str, str]] = []
         params: list[tuple[str, int]] = []
@@ -415,6 +418,7 @@ class Router:
             chain.extend(route.middleware)
             chain.append(route.handler)
             route.chain = tuple(chain)
+            route.plan = Plan(chain) if len(chain) > 1 else None
             self._insert(route)
             if route.is_static:
                 static.setdefault("/" + "/".join(t for _, t in route.segments), []).append(route)

@@ -1,0 +1,155 @@
+"""Middleware chains: hooked middleware behaves exactly like the `(req, res, next)` form."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from socketify import Request, Response, Server
+from socketify.chain import Hooked, hooked
+from socketify.errors import HTTPError
+from socketify.testing import TestClient
+
+
+def _recorder(log: list[str], name: str, *, stop: bool = False, end: bool = False) -> Hooked:
+    def before(req: Request, res: Response) -> bool:
+        log.append(f"{name}>")
+        if end:
+            res.send(f"ended by {name}\n")
+        return not stop
+
+    def after(req: Request, res: Response, error: BaseException | None) -> None:
+        log.append(f"<{name}:{type(error).__name__ if error else 'ok'}")
+
+    return hooked(before, after, name=name)
+
+
+def _plain(log: list[str], name: str) -> Callable[..., None]:
+    def middleware(req: Request, res: Response, next: Callable[[], None]) -> None:
+        log.append(f"{name}>")
+        try:
+            next()
+        except Exception as exc:
+            log.append(f"<{name}:{type(exc).__name__}")
+            raise
+        log.append(f"<{name}:ok")
+
+    return middleware
+
+
+def _as_plain(middleware: Hooked) -> Callable[..., None]:
+    """The same middleware hidden behind a plain function, so the chain sees the slow form."""
+
+    def plain(req: Request, res: Response, next: Callable[[], None]) -> None:
+        middleware(req, res, next)
+
+    return plain
+
+
+def _run(build: Callable[[list[str]], list[Any]], handler: Callable[..., None], path: str) -> Any:
+    log: list[str] = []
+    server = Server(compression=False)
+    for middleware in build(log):
+        server.use(middleware)
+    server.get("/x", handler)
+    response = TestClient(server).get(path)
+    return log, response.status, response.text
+
+
+def _ok(req: Request, res: Response) -> None:
+    res.send("ok\n")
+
+
+def _fails(req: Request, res: Response) -> None:
+    raise HTTPError(418, "teapot")
+
+
+SCENARIOS = {
+    "all go on": (lambda log: [_recorder(log, "a"), _recorder(log, "b")], _ok, "/x"),
+    "mixed with plain": (
+        lambda log: [_recorder(log, "a"), _plain(log, "p"), _recorder(log, "b")],
+        _ok,
+        "/x",
+    ),
+    "a before stops": (
+        lambda log: [_recorder(log, "a"), _recorder(log, "b", stop=True, end=True)],
+        _ok,
+        "/x",
+    ),
+    "stops without answering": (
+        lambda log: [_recorder(log, "a"), _recorder(log, "b", stop=True)],
+        _ok,
+        "/x",
+    ),
+    "ends but goes on": (
+        lambda log: [_recorder(log, "a", end=True), _recorder(log, "b")],
+        _ok,
+        "/x",
+    ),
+    "handler raises": (
+        lambda log: [_recorder(log, "a"), _plain(log, "p"), _recorder(log, "b")],
+        _fails,
+        "/x",
+    ),
+    "no route": (lambda log: [_recorder(log, "a"), _recorder(log, "b")], _ok, "/nope"),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_hooked_middleware_in_a_plan_matches_the_next_form(scenario: str) -> None:
+    build, handler, path = SCENARIOS[scenario]
+    fast = _run(build, handler, path)
+    slow = _run(lambda log: [m if not isinstance(m, Hooked) else _as_plain(m) for m in build(log)],
+                handler, path)  # fmt: skip
+    assert fast == slow
+
+
+def test_after_hooks_run_in_reverse_order_and_see_the_error() -> None:
+    log, status, _ = _run(
+        lambda log: [_recorder(log, "a"), _plain(log, "p"), _recorder(log, "b")], _fails, "/x"
+    )
+    assert log == ["a>", "p>", "b>", "<b:HTTPError", "<p:HTTPError", "<a:HTTPError"]
+    assert status == 418
+
+
+def test_a_before_that_stops_gets_no_after_but_outer_hooks_do() -> None:
+    log, status, text = _run(
+        lambda log: [_recorder(log, "a"), _recorder(log, "b", stop=True, end=True)], _ok, "/x"
+    )
+    assert log == ["a>", "b>", "<a:ok"]
+    assert (status, text) == (200, "ended by b\n")
+
+
+def test_an_ended_response_stops_the_chain_before_the_handler() -> None:
+    log, _status, text = _run(
+        lambda log: [_recorder(log, "a", end=True), _recorder(log, "b")], _ok, "/x"
+    )
+    assert log == ["a>", "<a:ok"]
+    assert text == "ended by a\n"
+
+
+def test_route_middleware_uses_hooks_too() -> None:
+    log: list[str] = []
+    server = Server(compression=False)
+    server.get("/x", _ok).use(_recorder(log, "r"))
+    response = TestClient(server).get("/x")
+    assert response.text == "ok\n"
+    assert log == ["r>", "<r:ok"]
+
+
+def test_hooked_needs_a_hook() -> None:
+    with pytest.raises(ValueError, match="needs a before or an after"):
+        hooked()
+
+
+def test_hooked_middleware_is_an_ordinary_callable_middleware() -> None:
+    log: list[str] = []
+    middleware = _recorder(log, "a")
+    calls: list[str] = []
+    req = Request.__new__(Request)  # the hooks above never look at the request
+    middleware(req, Response.__new__(Response), lambda: calls.append("next"))
+    assert calls == ["next"]
+    assert log == ["a>", "<a:ok"]
+    assert repr(middleware) == "<middleware a>"
