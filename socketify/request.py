@@ -83,6 +83,7 @@ class Request:
         "head",
         "method",
         "remote_addr",
+        "timer",
         "trust_proxy",
     )
 
@@ -116,6 +117,7 @@ class Request:
         self._locals: dict[str, Any] | None = None
         self._path: str | None = None
         self._remote_ip: str | None = None
+        self.timer = 0.0  # perf_counter() when the access log started timing the request
 
     # -- request line ---------------------------------------------------------------------
 

@@ -1,10 +1,10 @@
 """Access logging middleware on the stdlib `logging` module (SPEC §1.10.1, DESIGN §4b).
 
 One line per request on the logger `socketify.access`: INFO below 400, WARNING for 4xx, ERROR
-for 5xx. The middleware times `next()` in a try/except, so requests that end in an exception
-are logged too, with the status the server is about to send (500, or the HTTPError's), and a
-chain that stopped without an answer is logged as the 404 the server gives it (SPEC §5.10-11
-logged both as 200). Formats:
+for 5xx. The middleware's `after` hook sees the exception leaving the chain, so requests
+that end in an exception are logged too, with the status the server is about to send (500,
+or the HTTPError's), and a chain that stopped without an answer is logged as the 404 the
+server gives it (SPEC §5.10-11 logged both as 200). Formats:
 
 - `dev`:    `127.0.0.1 GET /x 200 0.1ms 13B` (plus ` rid=... ua=...` when the logger is at
   DEBUG);
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from socketify.chain import Hooked, hooked
 from socketify.errors import HTTPError
 from socketify.middleware.log_handlers import LineSink
 from socketify.middleware.proxy import TrustProxy, client_ip_resolver
@@ -57,7 +58,7 @@ def middleware(
     format: str = "dev",
     trust_proxy: TrustProxy = False,
     logger: logging.Logger | None = None,
-) -> Callable[[Request, Response, Next], None]:
+) -> Hooked:
     """Log every request on `socketify.access` (or `logger`) in `format` dev/common/json."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}; got {format!r}")
@@ -70,32 +71,29 @@ def middleware(
     clock = time.perf_counter
     enabled = log.isEnabledFor  # logging caches the answer per level until levels change
 
-    def access_log_middleware(req: Request, res: Response, next: Next) -> None:
-        started = clock()
-        status = 0
-        try:
-            next()
-        except HTTPError as exc:
-            status = exc.status
-            raise
-        except Exception:
-            status = 500
-            raise
-        except BaseException:
-            status = 503  # a request_timeout thrown into the handler; answered 503
-            raise
-        finally:
-            if not status:
-                # Not ended after the chain: the server answers 404 (a global middleware
-                # stopped before routing); dispatch itself always ends the response.
-                status = res.status_code if res.ended else 404
-            level = _INFO if status < 400 else _WARNING if status < 500 else _ERROR
-            if enabled(level):
-                sent = _body_bytes(res) if res.ended and status == res.status_code else None
-                elapsed = (clock() - started) * 1000.0
-                sink.send(level, render(req, address(req), status, elapsed, sent, log))
+    def access_log_started(req: Request, res: Response) -> bool:
+        if not req.timer:  # an outer access log already started the clock
+            req.timer = clock()
+        return True
 
-    return access_log_middleware
+    def access_log_middleware(req: Request, res: Response, error: BaseException | None) -> None:
+        if error is None:
+            # Not ended after the chain: the server answers 404 (a global middleware stopped
+            # before routing); dispatch itself always ends the response.
+            status = res.status_code if res._ended else 404
+        elif isinstance(error, HTTPError):
+            status = error.status
+        elif isinstance(error, Exception):
+            status = 500
+        else:
+            status = 503  # a request_timeout thrown into the handler; answered 503
+        level = _INFO if status < 400 else _WARNING if status < 500 else _ERROR
+        if enabled(level):
+            sent = _body_bytes(res) if res._ended and status == res.status_code else None
+            elapsed = (clock() - req.timer) * 1000.0
+            sink.send(level, render(req, address(req), status, elapsed, sent, log))
+
+    return hooked(access_log_started, access_log_middleware, name="access_log_middleware")
 
 
 def _remote_ip(req: Request) -> str:

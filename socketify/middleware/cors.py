@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from socketify.chain import Hooked, hooked
 from socketify.middleware.negotiation import add_vary
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def middleware(
     max_age_seconds: int = 600,
     allow_private_network: bool = False,
     preflight_continue: bool = False,
-) -> Callable[[Request, Response, Next], None]:
+) -> Hooked:
     """CORS for every request; options as SPEC §1.10.3 (empty methods/headers: echo)."""
     decide, varies = _origin_rule(allow_origin, reflect_origin, allow_credentials)
     methods = _joined(allow_methods)
@@ -52,13 +53,12 @@ def middleware(
     exposed = _joined(expose_headers)
     max_age = str(int(max_age_seconds)) if max_age_seconds > 0 else ""
 
-    def cors_middleware(req: Request, res: Response, next: Next) -> None:
+    def cors_middleware(req: Request, res: Response) -> bool:
         origin = req.header("origin")
         if not origin:
             if varies:
                 add_vary(res, "Origin")
-            next()
-            return
+            return True
         allowed = decide(origin)
         if allowed is not None:
             res.set_header("Access-Control-Allow-Origin", allowed)
@@ -71,13 +71,12 @@ def middleware(
             if requested_method:
                 _preflight(req, res, requested_method)
                 if preflight_continue:
-                    next()
-                else:
-                    res.send_status(204)
-                return
+                    return True
+                res.send_status(204)
+                return False
         if exposed and allowed is not None:
             res.set_header("Access-Control-Expose-Headers", exposed)
-        next()
+        return True
 
     def _preflight(req: Request, res: Response, requested_method: str) -> None:
         if methods:
@@ -97,7 +96,7 @@ def middleware(
         if max_age:
             res.set_header("Access-Control-Max-Age", max_age)
 
-    return cors_middleware
+    return hooked(cors_middleware)
 
 
 def _joined(value: str | Iterable[str]) -> str:

@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from socketify.chain import Hooked, hooked
+
 if TYPE_CHECKING:
     from socketify.request import Request
     from socketify.response import Response
@@ -29,21 +31,21 @@ def request_id(
     *,
     trust_incoming: bool = True,
     generate: Callable[[], str] | None = None,
-) -> Callable[[Request, Response, Callable[[], None]], None]:
+) -> Hooked:
     """Middleware: reuse a well-formed incoming id (unless told not to) or make one."""
     lower = header.lower()
     make = generate or _random_id
     fullmatch = _WELL_FORMED.fullmatch
 
-    def request_id_middleware(req: Request, res: Response, next: Callable[[], None]) -> None:
+    def request_id_middleware(req: Request, res: Response) -> bool:
         rid = req.header(lower) if trust_incoming else ""
         if not rid or fullmatch(rid) is None:
             rid = make()
             req.headers[header] = rid  # SPEC §1.5: downstream code reads it from the request
         res.set_header(header, rid)
-        next()
+        return True
 
-    return request_id_middleware
+    return hooked(request_id_middleware)
 
 
 def _random_id() -> str:
