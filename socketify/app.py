@@ -30,7 +30,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from socketify.chain import Plan, Walk
+from socketify.chain import Plan, Walk, run_flat
 from socketify.errors import HTTPError
 from socketify.middleware.compression import resolve as resolve_compression
 from socketify.options import ServerOptions
@@ -118,10 +118,22 @@ class Server(Registrar):
         if not self._frozen:
             self.freeze()
         try:
-            if self._plan is not None:
-                self._run_global(self._plan, req, res)
-            else:
+            plan = self._plan
+            if plan is None:
                 self._dispatch(req, res)
+            else:
+                # The global middleware, then the dispatch (inline: a call less per request).
+                if plan.flat:
+                    reached = run_flat(plan, req, res)
+                else:
+                    walk = Walk(plan, req, res)
+                    walk.run(0)
+                    reached = walk.reached
+                if not res._ended:
+                    if reached:
+                        res.end()
+                    else:
+                        _not_found(res)
         except HTTPError as exc:
             self._answer_http_error(res, exc)
         except Exception as exc:
@@ -133,15 +145,6 @@ class Server(Registrar):
                 error_log.error(
                     "compression failed for %s %s", req.method, req.raw_target, exc_info=exc
                 )
-
-    def _run_global(self, plan: Plan, req: Request, res: Response) -> None:
-        walk = Walk(plan, req, res)
-        walk.run(0)
-        if not res._ended:
-            if walk.reached:
-                res.end()
-            else:
-                _not_found(res)
 
     def _dispatch(self, req: Request, res: Response) -> None:
         raw_path = req.head.path
@@ -174,6 +177,8 @@ class Server(Registrar):
         plan = route.plan
         if plan is None:
             route.handler(req, res)
+        elif plan.flat:
+            run_flat(plan, req, res)
         else:
             Walk(plan, req, res).run(0)
         if not res._ended:  # PERF: the slot, not the `ended` property, on every request

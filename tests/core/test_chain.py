@@ -26,6 +26,14 @@ def _recorder(log: list[str], name: str, *, stop: bool = False, end: bool = Fals
     return hooked(before, after, name=name)
 
 
+def _breaks_after(log: list[str], name: str) -> Hooked:
+    def after(req: Request, res: Response, error: BaseException | None) -> None:
+        log.append(f"<{name}:{type(error).__name__ if error else 'ok'}")
+        raise RuntimeError(f"{name} failed after")
+
+    return hooked(after=after, name=name)
+
+
 def _plain(log: list[str], name: str) -> Callable[..., None]:
     def middleware(req: Request, res: Response, next: Callable[[], None]) -> None:
         log.append(f"{name}>")
@@ -94,6 +102,16 @@ SCENARIOS = {
         "/x",
     ),
     "no route": (lambda log: [_recorder(log, "a"), _recorder(log, "b")], _ok, "/nope"),
+    "an after hook raises": (
+        lambda log: [_recorder(log, "a"), _breaks_after(log, "x"), _recorder(log, "b")],
+        _ok,
+        "/x",
+    ),
+    "an after hook raises over an error": (
+        lambda log: [_recorder(log, "a"), _breaks_after(log, "x"), _recorder(log, "b")],
+        _fails,
+        "/x",
+    ),
 }
 
 
@@ -128,6 +146,16 @@ def test_an_ended_response_stops_the_chain_before_the_handler() -> None:
     )
     assert log == ["a>", "<a:ok"]
     assert text == "ended by a\n"
+
+
+def test_an_after_hook_that_raises_replaces_the_error_for_outer_hooks() -> None:
+    log, status, _ = _run(
+        lambda log: [_recorder(log, "a"), _breaks_after(log, "x"), _recorder(log, "b")],
+        _fails,
+        "/x",
+    )
+    assert log == ["a>", "b>", "<b:HTTPError", "<x:HTTPError", "<a:RuntimeError"]
+    assert status == 500
 
 
 def test_route_middleware_uses_hooks_too() -> None:
