@@ -70,6 +70,7 @@ class Request:
     __slots__ = (
         "_body",
         "_cookies",
+        "_fields",
         "_form_data",
         "_headers",
         "_locals",
@@ -111,6 +112,7 @@ class Request:
         self._scheme = scheme
         self.client_cert: dict[str, Any] | None = None  # the verified peer certificate (mTLS)
         self._headers: Headers | None = None
+        self._fields: list[tuple[str, str]] | None = None  # the head's, once a header was set
         self._query: MultiDict | None = None
         self._cookies: dict[str, str] | None = None
         self._params: dict[str, str] | None = None
@@ -156,8 +158,26 @@ class Request:
         """Case-insensitive header mapping; repeated fields are joined with ", "."""
         headers = self._headers
         if headers is None:
-            headers = self._headers = Headers(self.head.headers)
+            fields = self._fields if self._fields is not None else self.head.headers
+            headers = self._headers = Headers(fields)
         return headers
+
+    def _set_field(self, lower: str, value: str, *, present: bool = True) -> None:
+        """Set header `lower` (lower-cased) to `value` as downstream code will read it.
+
+        PERF: what `req.headers[name] = value` does without building the mapping: a copy of
+        the parser's list (its head is shared with identical requests), the old value out.
+        `present=False` says the caller saw no such header, so the copy just appends.
+        """
+        if self._headers is not None:
+            self._headers[lower] = value
+            return
+        fields = self._fields if self._fields is not None else self.head.headers
+        if present:
+            self._fields = [field for field in fields if field[0] != lower]
+            self._fields.append((lower, value))
+        else:
+            self._fields = [*fields, (lower, value)]
 
     def header(self, name: str, default: str = "") -> str:
         """Return the value of header `name` (repeats joined with ", "), or `default`."""
@@ -167,7 +187,7 @@ class Request:
         # PERF: a couple of lookups by scanning the parser's list beat building a dict.
         key = name.lower()
         found: str | None = None
-        for hname, hvalue in self.head.headers:
+        for hname, hvalue in self._fields if self._fields is not None else self.head.headers:
             if hname == key:
                 found = hvalue if found is None else f"{found}, {hvalue}"
         return default if found is None else found
@@ -247,7 +267,8 @@ class Request:
             if self._headers is not None:  # middleware may have rewritten the headers
                 lines = self._headers.getall("cookie")
             else:
-                lines = [value for name, value in self.head.headers if name == "cookie"]
+                fields = self._fields if self._fields is not None else self.head.headers
+                lines = [value for name, value in fields if name == "cookie"]
             cookies = {}
             for line in lines:
                 cookies.update(parse_cookie_header(line))

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["request_id"]
 
+# The parser refuses NUL in header values, so this default can only mean "no such header".
+_ABSENT = "\0"
 _WELL_FORMED = re.compile(r"[\x21-\x7e]{1,128}")
 
 
@@ -38,10 +40,13 @@ def request_id(
     fullmatch = _WELL_FORMED.fullmatch
 
     def request_id_middleware(req: Request, res: Response) -> bool:
-        rid = req.header(lower) if trust_incoming else ""
-        if not rid or fullmatch(rid) is None:
+        rid = req.header(lower, _ABSENT) if trust_incoming else ""
+        if rid is _ABSENT:
             rid = make()
-            req.headers[header] = rid  # SPEC §1.5: downstream code reads it from the request
+            req._set_field(lower, rid, present=False)  # SPEC §1.5: downstream reads it
+        elif not rid or fullmatch(rid) is None:
+            rid = make()
+            req._set_field(lower, rid)
         res.set_header(header, rid)
         return True
 

@@ -57,6 +57,13 @@ def test_malformed_incoming_id_is_replaced(bad: str) -> None:
     assert r.json()["header"] == rid
 
 
+def test_an_empty_incoming_id_is_replaced_not_joined() -> None:
+    r = app(request_id()).get("/rid", headers={"X-Request-Id": ""})
+    rid = r.headers["X-Request-Id"]
+    assert re.fullmatch(r"[0-9a-f]{16}", rid)
+    assert r.json()["header"] == rid
+
+
 def test_incoming_id_can_be_ignored_and_header_renamed() -> None:
     r = app(request_id("X-Trace", trust_incoming=False, generate=lambda: "fixed")).get(
         "/rid", headers={"X-Trace": "theirs"}
