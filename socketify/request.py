@@ -184,10 +184,11 @@ class Request:
         if self._headers is not None:
             value = self._headers.get(name)
             return default if value is None else value
-        # PERF: a couple of lookups by scanning the parser's list beat building a dict.
+        # PERF: a couple of lookups by scanning the parser's list beat building a dict; the
+        # head's split list is read from its slot once split (no property call).
         key = name.lower()
         found: str | None = None
-        for hname, hvalue in self._fields if self._fields is not None else self.head.headers:
+        for hname, hvalue in self._fields or self.head._headers or self.head.headers:
             if hname == key:
                 found = hvalue if found is None else f"{found}, {hvalue}"
         return default if found is None else found
