@@ -2,7 +2,9 @@
 
 `/ping` is the same answer as `ping.py` and touches no database; `/users/:id` runs, through
 `socketify.db.middleware(db)`, one `db_session` with one primary-key select (`User[id]`) and
-answers the user as JSON. Both live in one server so they are measured in the same run.
+answers the user as JSON. `/users/:id/row` is the same read through `socketify.db.get_row`
+(the row as a dict, no entity object): the documented read-only fast path. All live in one
+server so they are measured in the same run.
 `DB_URL` picks the database (`sqlite:////tmp/x.db`, `postgres://...?schema=...`), `POOL_SIZE`
 the pool (default 8). The table is created and user 1 inserted at import, in every process
 that imports the app, so the first request already finds them.
@@ -43,3 +45,10 @@ def get_user(req, res):
 
 
 server.get("/users/:id", get_user).use(socketify.db.middleware(db))
+
+
+def get_user_row(req, res):
+    res.json(socketify.db.get_row(User, int(req.params["id"])))
+
+
+server.get("/users/:id/row", get_user_row).use(socketify.db.middleware(db))

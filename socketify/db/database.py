@@ -14,6 +14,7 @@ from typing import Any
 import pony.orm
 
 from socketify.db import green
+from socketify.db.fastload import FastEntityMeta
 from socketify.db.pool import BoundedPool, PoolStats
 from socketify.db.providers import provider_class
 from socketify.db.providers.base import POOL_SIZE, POOL_TIMEOUT
@@ -31,6 +32,13 @@ class Database(pony.orm.Database):
     """A Pony `Database` (declare entities on `db.Entity`) with a bounded connection pool."""
 
     url: DatabaseURL
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Pony's `Entity` base on a metaclass whose `Entity[pk]` reads in a few calls (see
+        # socketify.db.fastload); entities declared on `db.Entity` inherit it.
+        self.Entity = type.__new__(FastEntityMeta, "Entity", (pony.orm.core.Entity,), {})
+        self.Entity._database_ = self
 
     @property
     def pool(self) -> BoundedPool:

@@ -23,10 +23,10 @@ from collections.abc import Callable
 from typing import Any
 
 from pony.orm import core as orm_core
-from pony.orm import db_session
 
 from socketify.db import green
 from socketify.db.errors import ErrorAnswer, answer_for
+from socketify.db.session import run_in_db_session
 
 __all__ = ["middleware", "transactional"]
 
@@ -62,8 +62,7 @@ def run_in_session(call: Callable[[], Any], res: Any) -> Any:
         # rolling everything back; answering here would let the outer session commit.
         return call()
     try:
-        with db_session:
-            return call()
+        return run_in_db_session(call)
     except Exception as exc:
         answer = answer_for(exc)
         if answer is None:

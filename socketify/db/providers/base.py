@@ -132,6 +132,21 @@ class Pooled:
             _raise_translated(self, error)
         return None
 
+    def execute_plain(self, cursor: Any, sql: str, arguments: Any) -> None:
+        """`execute` for one statement that calls no Python SQL function (a primary-key
+        SELECT): without SQLite's traceback bookkeeping, errors translated the same way."""
+        try:
+            cursor.execute(sql, arguments)
+        except Exception as error:
+            _raise_translated(self, error)
+
+    def prepare_read(self, connection: Any) -> None:
+        """Make a pooled connection ready for a read outside any transaction, as Pony's
+        `set_transaction_mode` would for a session that has not written; dialects add theirs.
+
+        SQLite connections are in autocommit mode already; MySQL reads in the driver's
+        implicit transaction, which the pool's reset ends."""
+
 
 @wrap_dbapi_exceptions
 def _raise_translated(provider: Any, error: Exception) -> None:

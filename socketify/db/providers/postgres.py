@@ -55,6 +55,11 @@ class Provider(Pooled, PGProvider):
         if cache.immediate or not connection.autocommit or (session and session.serializable):
             super().set_transaction_mode(connection, cache)
 
+    def prepare_read(self, connection: Any) -> None:
+        """Autocommit, as Pony's `set_transaction_mode` leaves a session that has not written."""
+        if not connection.autocommit:
+            connection.autocommit = True
+
     def adopt_gevent(self) -> None:
         """The process was monkey-patched after connecting: make psycopg2 cooperative now."""
         cooperate_with_gevent()

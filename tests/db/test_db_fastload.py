@@ -1,0 +1,366 @@
+"""`Entity[pk]` through the compiled loader is Pony's `Entity[pk]`: the same object state, the
+same identity map, the same lazy loading, writes, optimistic checks and errors; shapes it
+does not handle go to Pony. `get_row` agrees with `Entity[pk].to_dict()`."""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import uuid
+from decimal import Decimal
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from pony.orm import (
+    Json,
+    LongStr,
+    ObjectNotFound,
+    Optional,
+    PrimaryKey,
+    Required,
+    Set,
+    composite_key,
+    db_session,
+)
+from pony.orm import core as pony_core
+from pony.orm.core import EntityMeta, OptimisticCheckError
+from pony.orm.ormtypes import TrackedValue
+
+import socketify.db
+from socketify import Request, Response, Server
+from socketify.db.fastload import ineligibility, loader_for
+from socketify.db.session import LeanSessionCache
+from socketify.testing import TestClient
+
+STAMP = datetime.datetime(2024, 5, 17, 13, 45, 12, 345678)
+
+
+def define_things(db: Any) -> SimpleNamespace:
+    """Owner and Thing (every common column type, a foreign key, keys, a lazy attribute)."""
+
+    class Owner(db.Entity):  # type: ignore[name-defined,misc]
+        name = Required(str)
+        things = Set("Thing")
+
+    class Thing(db.Entity):  # type: ignore[name-defined,misc]
+        id = PrimaryKey(int, auto=True)
+        label = Required(str, unique=True)
+        price = Required(Decimal, precision=10, scale=2)
+        created = Required(datetime.datetime, precision=6)
+        day = Optional(datetime.date)
+        flag = Required(bool)
+        ratio = Optional(float)
+        data = Optional(Json)
+        note = Optional(str, nullable=True)
+        uid = Optional(uuid.UUID)
+        body = Optional(LongStr, lazy=True)
+        owner = Optional(Owner)
+        code = Optional(str)
+        number = Optional(int)
+        composite_key(code, number)
+
+    db.generate_mapping(create_tables=True)
+    with db_session:
+        ann = Owner(name="Ann")
+        Thing(
+            label="full", price=Decimal("12.50"), created=STAMP, day=STAMP.date(), flag=True,
+            ratio=0.25, data={"tags": ["a", "b"], "n": 1}, note=None,
+            uid=uuid.UUID("12345678-1234-5678-1234-567812345678"), body="long text",
+            owner=ann, code="c", number=7,
+        )  # fmt: skip
+        Thing(label="bare", price=Decimal("0.00"), created=STAMP, flag=False)
+    return SimpleNamespace(Owner=Owner, Thing=Thing)
+
+
+@pytest.fixture
+def things(any_url: str) -> Any:
+    db = socketify.db.connect(any_url, pool_size=2)
+    models = define_things(db)
+    models.db = db
+    yield models
+    db.disconnect()
+
+
+@pytest.fixture
+def pony_loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Names of the entities Pony's generic path selected from the database."""
+    calls: list[str] = []
+    original = EntityMeta._find_in_db_
+
+    def spy(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(cls.__name__)
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(EntityMeta, "_find_in_db_", spy)
+    return calls
+
+
+def pony_getitem(cls: Any, key: Any) -> Any:
+    """`cls[key]` the way Pony itself does it."""
+    return EntityMeta.__getitem__(cls, key)
+
+
+def described(value: Any) -> Any:
+    if isinstance(value, pony_core.Entity):
+        return ("entity", type(value).__name__, value._pkval_, sorted(a.name for a in value._vals_))
+    return (type(value).__name__, value)
+
+
+def snapshot(obj: Any) -> dict[str, Any]:
+    """Everything Pony keeps on an object, values with their types, in Pony's order."""
+    return {
+        "class": type(obj).__name__,
+        "status": obj._status_,
+        "pk": obj._pkval_,
+        "rbits": obj._rbits_,
+        "wbits": obj._wbits_,
+        "newid": obj._newid_,
+        "save_pos": obj._save_pos_,
+        "vals": [(a.name, described(v)) for a, v in obj._vals_.items()],
+        "dbvals": [(a.name, described(v)) for a, v in obj._dbvals_.items()],
+    }
+
+
+def cache_snapshot(cache: Any) -> dict[str, Any]:
+    """The session cache's identity map, key indexes and seeds, comparable across sessions."""
+
+    def key_name(key: Any) -> str:
+        return ",".join(a.name for a in key) if isinstance(key, tuple) else key.name
+
+    def key_value(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return tuple(key_value(v) for v in value)
+        return described(value) if isinstance(value, pony_core.Entity) else value
+
+    return {
+        "objects": sorted((type(o).__name__, o._pkval_) for o in cache.objects),
+        "indexes": {
+            key_name(key): sorted((repr(key_value(k)), o._pkval_) for k, o in index.items())
+            for key, index in cache.indexes.items()
+            if index
+        },
+        "seeds": {key_name(k): sorted(o._pkval_ for o in s) for k, s in cache.seeds.items() if s},
+    }
+
+
+def plain_type(value: Any) -> type:
+    """The type of `value`, a tracked JSON value counting as the dict or list it wraps."""
+    if isinstance(value, TrackedValue):
+        return dict if isinstance(value, dict) else list
+    return type(value)
+
+
+def current_cache(db: Any) -> Any:
+    return pony_core.local.db2cache[db]
+
+
+def test_the_loaded_object_is_the_one_pony_builds(things: Any, pony_loads: list[str]) -> None:
+    Thing, db = things.Thing, things.db
+    assert ineligibility(Thing) is None
+    for label in ("full", "bare"):
+        with db_session:
+            key = Thing.get(label=label).id
+        with db_session:
+            reference = pony_getitem(Thing, key)
+            expected, expected_cache = snapshot(reference), cache_snapshot(current_cache(db))
+        pony_loads.clear()
+        with db_session:
+            fast = Thing[key]
+            assert pony_loads == []  # the compiled loader, not Pony's generic path
+            assert snapshot(fast) == expected
+            assert cache_snapshot(current_cache(db)) == expected_cache
+            assert Thing[key] is fast  # the identity map
+            assert Thing.get(label=label) is fast
+            assert Thing.select(lambda t: t.label == label).first() is fast  # noqa: B023
+            assert db.last_sql is not None and "WHERE" in db.last_sql
+
+
+def test_values_relations_and_lazy_attributes_read_as_with_pony(things: Any) -> None:
+    Thing = things.Thing
+    with db_session:
+        key = Thing.get(label="full").id
+    with db_session:
+        reference = pony_getitem(Thing, key)
+        expected = {
+            "values": reference.to_dict(),
+            "owner": reference.owner.name,
+            "body": reference.body,
+            "types": [type(v) for v in reference.to_dict().values()],
+        }
+    with db_session:
+        thing = Thing[key]
+        owner = thing._vals_[Thing.owner]
+        assert things.Owner.name not in owner._vals_  # a seed: loaded on first use
+        assert Thing.body not in thing._vals_  # lazy: not selected
+        assert thing.to_dict() == expected["values"]
+        assert [type(v) for v in thing.to_dict().values()] == expected["types"]
+        assert thing.owner.name == expected["owner"]
+        assert thing.body == expected["body"]
+        assert thing in thing.owner.things
+        assert isinstance(thing.price, Decimal) and isinstance(thing.created, datetime.datetime)
+        assert thing.flag is True and thing.note is None and thing.data["tags"] == ["a", "b"]
+
+
+def test_writes_after_a_fast_read_are_committed_with_hooks(things: Any) -> None:
+    Thing = things.Thing
+    # Pony's optimistic check of a JSON column it read uses CAST(... AS JSON), which MariaDB
+    # rejects whichever way the object was loaded; there only the label changes.
+    json_checked = things.db.dialect != "mysql"
+    with db_session:
+        key = Thing.get(label="full").id
+    with db_session:
+        thing = Thing[key]
+        thing.label = "renamed"
+        if json_checked:
+            thing.data["tags"].append("c")  # JSON changes are tracked on the loaded value
+    with db_session:
+        again = Thing[key]
+        assert again.label == "renamed"
+        assert again.data["tags"] == (["a", "b", "c"] if json_checked else ["a", "b"])
+        assert Thing.get(label="full") is None
+
+
+@pytest.mark.parametrize("load", ["fast", "pony"])
+def test_a_concurrent_change_fails_the_optimistic_check(things: Any, load: str) -> None:
+    Thing, db = things.Thing, things.db
+    with db_session:
+        key = Thing.get(label="full").id
+
+    def rename_elsewhere() -> None:
+        with db_session:
+            Thing[key].label = "theirs"
+
+    with pytest.raises(OptimisticCheckError, match="updated outside"), db_session:
+        thing = Thing[key] if load == "fast" else pony_getitem(Thing, key)
+        assert thing.label == "full"  # read: now part of the optimistic check
+        worker = threading.Thread(target=rename_elsewhere)  # its own session and connection
+        worker.start()
+        worker.join()
+        thing.ratio = 0.5
+    with db_session:
+        assert Thing[key].label == "theirs" and Thing[key].ratio == 0.25
+    assert db.pool_stats().in_use == 0
+
+
+def test_a_missing_row_is_object_not_found_and_a_404(things: Any) -> None:
+    Thing, db = things.Thing, things.db
+    with pytest.raises(ObjectNotFound, match=r"Thing\[999\]"), db_session:
+        Thing[999]
+    server = Server()
+    server.use(socketify.db.middleware(db))
+
+    @server.get("/things/:id")
+    def get_thing(req: Request, res: Response) -> None:
+        res.json({"label": Thing[int(req.params["id"])].label})
+
+    @server.get("/rows/:id")
+    def get_thing_row(req: Request, res: Response) -> None:
+        res.json({"label": socketify.db.get_row(Thing, int(req.params["id"]))["label"]})
+
+    client = TestClient(server)
+    assert client.get("/things/999").status == 404
+    assert client.get("/rows/999").status == 404
+    assert client.get("/things/1").json() == {"label": "full"}
+    assert client.get("/rows/2").json() == {"label": "bare"}
+    assert db.pool_stats().in_use == 0
+
+
+def test_pony_serves_the_session_states_the_loader_leaves_to_it(
+    things: Any, pony_loads: list[str]
+) -> None:
+    Thing = things.Thing
+    with db_session:
+        thing = Thing[2]
+        thing.ratio = 1.5  # unflushed: Pony flushes before its SELECT
+        other = Thing[1]
+        assert pony_loads == ["Thing"]
+        assert Thing[2] is thing and other.id == 1
+        assert Thing["1"] is other  # a key Pony converts: validated the same way
+    with pytest.raises(ValueError), db_session:
+        Thing[-(2**70)]  # out of range: Pony's own error
+
+
+def test_unsupported_shapes_take_pony_path_with_the_same_answers(any_url: str) -> None:
+    db = socketify.db.connect(any_url, pool_size=1)
+
+    class Person(db.Entity):  # type: ignore[name-defined,misc]
+        name = Required(str)
+
+    class Student(Person):  # type: ignore[misc]
+        school = Required(str)
+
+    class Pair(db.Entity):  # type: ignore[name-defined,misc]
+        left = Required(int)
+        right = Required(int)
+        PrimaryKey(left, right)
+
+    class Checked(db.Entity):  # type: ignore[name-defined,misc]
+        code = PrimaryKey(str, py_check=lambda code: code.isupper())
+
+    db.generate_mapping(create_tables=True)
+    with db_session:
+        Student(name="Bo", school="North")
+        Pair(left=1, right=2)
+        Checked(code="AB")
+    assert ineligibility(Person) == "inheritance"
+    assert ineligibility(Pair) == "composite primary key"
+    assert ineligibility(Checked) == "the primary key has py_check"
+    with db_session:
+        bo = Person[1]
+        assert type(bo) is Student and bo.school == "North"
+        assert Pair[1, 2].right == 2
+        assert Checked["AB"].code == "AB"
+        assert socketify.db.get_row(Person, 1) == bo.to_dict()  # the subclass's attributes too
+    for entity in (Person, Pair, Checked):
+        assert loader_for(entity) is None
+    db.disconnect()
+
+
+def test_get_row_agrees_with_to_dict_without_making_objects(
+    things: Any, pony_loads: list[str]
+) -> None:
+    Thing, Owner, db = things.Thing, things.Owner, things.db
+    for label in ("full", "bare"):
+        with db_session:
+            thing = Thing.get(label=label)
+            key, expected = thing.id, thing.to_dict()
+        pony_loads.clear()
+        with db_session:
+            row = socketify.db.get_row(Thing, key)  # the session's first use of the database
+            assert db not in pony_core.local.db2cache  # no session cache, no object
+            assert db.pool_stats().in_use == 0  # the borrowed connection is back already
+            Owner[1]  # now the session has a cache: get_row reads through it
+            assert socketify.db.get_row(Thing, key) == row
+            assert {type(o) for o in current_cache(db).objects} == {Owner}
+        assert pony_loads == []
+        assert row == expected
+        assert [type(v) for v in row.values()] == [plain_type(v) for v in expected.values()]
+    with db_session:
+        thing = Thing[1]
+        thing.label = "changed"  # a loaded, changed object: its own values win
+        assert socketify.db.get_row(Thing, 1)["label"] == "changed"
+    for first_use in (True, False):
+        with pytest.raises(ObjectNotFound, match=r"Thing\[999\]"), db_session:
+            if not first_use:
+                Owner[1]
+            socketify.db.get_row(Thing, 999)
+    with pytest.raises(pony_core.TransactionError):
+        socketify.db.get_row(Thing, 1)  # outside a db_session, like Thing[1]
+    with db_session(immediate=True):  # a transaction from the start: Pony's connection
+        assert socketify.db.get_row(Thing, 2)["label"] == "bare"
+        assert current_cache(db).in_transaction
+    assert db.pool_stats().in_use == 0
+
+
+def test_the_lean_session_cache_has_every_field_of_ponys(things: Any) -> None:
+    db = things.db
+    with db_session:
+        pony_cache = pony_core.SessionCache(db)
+        lean = LeanSessionCache(db, pony_core.local.db_session)
+        eager = set(vars(lean))
+        assert eager | set(LeanSessionCache._MADE_ON_USE) == set(vars(pony_cache))
+        for name in LeanSessionCache._MADE_ON_USE:
+            assert type(getattr(lean, name)) is type(getattr(pony_cache, name))
+        with pytest.raises(AttributeError):
+            lean.no_such_field  # noqa: B018
