@@ -1,12 +1,18 @@
 """`Channel`: one WebSocket connection after `pulse.upgrade` (SPEC §1.13, DESIGN §4, §4b).
 
 Theory of operation. The sans-IO `protocol.websocket.Connection` decides every byte; this
-module only moves them. The connection greenlet reads, feeds the protocol, runs the
-callbacks for the events and writes the protocol's own replies (pongs, close echoes). Any
-greenlet may send: the frame bytes are taken from the protocol and handed to `Outbound` in
-one step with no switch in between, so the wire order is the order the protocol produced
-them. A close we start waits for the peer's close up to `close_timeout`; a protocol error
-sends its close frame, half-closes and lingers briefly so the peer can read it.
+module only moves them. The reading side reads, feeds the protocol, runs the callbacks for
+the events and writes the protocol's own replies (pongs, close echoes). On plain TCP without
+an idle timeout it is `_on_readable`, run by the worker's `Readers` dispatcher for every
+channel with input in a loop turn, while the connection greenlet waits for the end; over
+TLS or with `idle_timeout` the connection greenlet reads itself (`_read_loop`). Either way
+a callback may block cooperatively, and the messages of one channel are handled one after
+another, in order. Any greenlet may send: the frame bytes are taken from the protocol and
+handed to `Outbound` in one step with no switch in between, so the wire order is the order
+the protocol produced them. A close we start waits for the peer's close up to
+`close_timeout`; a protocol error sends its close frame, half-closes and lingers briefly so
+the peer can read it. The ending (close callbacks, flush, linger) always runs in the
+connection greenlet.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import gevent
 import orjson
+from gevent import GreenletExit
 
 from socketify.protocol.websocket import (
     CLOSED,
@@ -33,7 +40,8 @@ from socketify.protocol.websocket import (
     TextMessage,
 )
 from socketify.protocol.websocket import Connection as Protocol
-from socketify.server.upgraded import Outbound, linger, read_some, shutdown
+from socketify.server.connection import READ_SIZE
+from socketify.server.upgraded import Outbound, linger, read_some, readers, shutdown
 
 if TYPE_CHECKING:
     from socketify.server.connection import Connection
@@ -67,6 +75,8 @@ class Channel:
         "_proto",
         "_queued",
         "_reader",
+        "_sock",
+        "_waiter",
         "alive",
         "close_code",
         "id",
@@ -98,6 +108,8 @@ class Channel:
         self._out: Outbound | None = None
         self._queued: list[bytes] | None = []  # frames sent in the handler, before the 101
         self._reader: Connection | None = None
+        self._sock: Any = None  # the socket `_on_readable` reads
+        self._waiter: Any = None  # the connection greenlet, while it waits for the end
         self._close_timer: Any = None
         self._on_text: TextHandler | None = None
         self._on_binary: BytesHandler | None = None
@@ -219,29 +231,84 @@ class Channel:
         out.on_drain = self._drained
         self._reader = conn
         queued, self._queued = self._queued or [], None
-        proto = self._proto
         try:
             if queued and not out.send(b"".join(queued)):
                 self._finish(CloseCode.ABNORMAL, "")
                 return
-            if proto.state is not State.OPEN and self._close_timer is None:
+            if self._proto.state is not State.OPEN and self._close_timer is None:
                 self._close_timer = gevent.spawn_later(CLOSE_TIMEOUT, self._close_timed_out)
-            while self.alive:
-                data = self._read(conn)
-                proto.feed(data)
-                close = self._dispatch()
-                reply = proto.data_to_send()
-                if reply:
-                    out.send(reply)
+            if conn.parser.buffered:
+                # Frames sent right behind the upgrade request: the HTTP parser has them.
+                close = self._take(read_some(conn))
                 if close is not None:
                     self._ending(conn, out, close)
                     return
+            if conn.scheme == "https" or self.idle_timeout:
+                # TLS may hold decrypted bytes epoll cannot see; idle pings need a timer.
+                close = self._read_loop(conn)
+            else:
+                close = self._wait_for_end(conn)
+            self._ending(conn, out, close)
         finally:
             if self._close_timer is not None:
                 self._close_timer.kill(block=False)
             out.abort()
             if self.alive:
                 self._finish(CloseCode.ABNORMAL, "")
+
+    def _take(self, data: bytes) -> Close | None:
+        """Feed `data`, run the callbacks, write the protocol's replies; the Close, if any."""
+        proto = self._proto
+        proto.feed(data)
+        close = self._dispatch()
+        reply = proto.data_to_send()
+        if reply:
+            self._out.send(reply)  # type: ignore[union-attr]
+        return close
+
+    def _read_loop(self, conn: Connection) -> Close:
+        while True:
+            close = self._take(self._read(conn))
+            if close is not None:
+                return close
+
+    def _wait_for_end(self, conn: Connection) -> Close:
+        """Let the worker's `Readers` read; park until `_on_readable` hands over the Close."""
+        fd = conn.sock.fileno()
+        self._sock = conn.sock
+        loop = readers()
+        self._waiter = gevent.getcurrent()
+        loop.watch(fd, self._on_readable)
+        try:
+            close = gevent.get_hub().switch()
+        finally:
+            self._waiter = None
+            loop.unwatch(fd)
+        assert isinstance(close, Close), close
+        return close
+
+    def _on_readable(self) -> None:
+        # Runs in a `Readers` dispatcher greenlet. PERF: the per-message path; keep it flat.
+        try:
+            data = self._sock.recv(READ_SIZE)
+        except BlockingIOError:
+            return  # a spurious wake-up: nothing to read after all
+        except OSError:
+            data = b""  # reset: the protocol reports 1006
+        try:
+            close = self._take(data)
+        except GreenletExit:
+            raise
+        except BaseException:
+            # A callback let e.g. a gevent.Timeout escape: drop this connection (its reader
+            # sees EOF next), not the dispatcher that serves every other channel.
+            log.exception("Pulse channel failed; dropping the connection")
+            self._abandon()
+            return
+        if close is not None and self._waiter is not None:
+            readers().unwatch(self._sock.fileno())
+            waiter, self._waiter = self._waiter, None
+            gevent.get_hub().loop.run_callback(waiter.switch, close)
 
     def _read(self, conn: Connection) -> bytes:
         idle = self.idle_timeout

@@ -12,24 +12,47 @@ thousand members therefore never waits for the slowest one; `pending` shows the 
 event loop ends, so every frame a burst of broadcasts hands to one member in that turn goes
 out in one write. A thousand members and twenty queued broadcasts then cost a thousand
 syscalls instead of twenty thousand; later `send`s queue behind the corked bytes.
+
+`Readers` is the read side for many connections at once (Pulse uses it for plain-TCP
+channels): their sockets sit in one epoll set whose fd is the only thing libev watches, and
+one dispatcher greenlet wakes per loop turn, polls the set and runs the handler of every
+ready connection in a row. That replaces a libev callback and two greenlet switches per
+message with one of each per batch. Handlers run user code, which may block
+(cooperatively); the dispatcher notices when libev reports more input while it is parked
+outside its own wait: the handler it is in has blocked. The blocked connection then leaves
+the epoll set (so nothing else reads it; its messages stay in order), a fresh dispatcher
+takes over the others, and the old one, once its handler returns, puts the connection back
+and ends.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import select
 import socket
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import gevent
+from gevent.monkey import get_original
+from greenlet import getcurrent, greenlet
 
 from socketify.server.connection import READ_SIZE, PeerGone
 
 if TYPE_CHECKING:
     from socketify.server.connection import Connection
 
-__all__ = ["Outbound", "read_some"]
+__all__ = ["Outbound", "Readers", "read_some", "readers"]
+
+log = logging.getLogger("socketify.error")
+
+# Ready connections one dispatcher turn serves at most before the loop runs everything else
+# once (the rest stay ready; epoll hands them out round-robin).
+BATCH = 256
 
 
 class Outbound:
@@ -188,3 +211,126 @@ def linger(conn: Connection, seconds: float) -> None:
     with gevent.Timeout(seconds, False):
         while time.monotonic() < end and read_some(conn):
             pass
+
+
+class Readers:
+    """One epoll set of upgraded sockets, read by one dispatcher greenlet per loop turn."""
+
+    __slots__ = (
+        "_active",
+        "_current",
+        "_epoll",
+        "_handlers",
+        "_hub",
+        "_parked",
+        "_waiting",
+        "_watcher",
+    )
+
+    def __init__(self, hub: Any) -> None:
+        self._hub = hub
+        # The worker is monkey-patched, which hides `select.epoll`; we only ever poll it
+        # without a timeout, after libev said its fd is readable, so it never blocks.
+        self._epoll = get_original("select", "epoll")()
+        self._watcher = hub.loop.io(self._epoll.fileno(), 1)
+        self._handlers: dict[int, Callable[[], None]] = {}
+        # fd -> handler of connections whose handler blocked: out of the set meanwhile.
+        self._parked: dict[int, Callable[[], None]] = {}
+        self._active: Any = None  # the dispatcher greenlet that serves the set
+        self._waiting = False  # the active dispatcher is parked in its own wait
+        self._current = -1  # the fd whose handler the active dispatcher is running
+
+    def watch(self, fd: int, handler: Callable[[], None]) -> None:
+        """Call `handler()` in a dispatcher greenlet whenever `fd` is readable (or at EOF)."""
+        self._handlers[fd] = handler
+        self._parked.pop(fd, None)  # a stale entry of a closed socket with the same number
+        try:
+            self._epoll.register(fd, select.EPOLLIN)
+        except FileExistsError:
+            self._epoll.modify(fd, select.EPOLLIN)  # ditto, still in the kernel's set
+        if not self._watcher.active:
+            self._watcher.start(self._on_ready)
+
+    def unwatch(self, fd: int) -> None:
+        """Stop calling the handler of `fd`; call before the socket closes."""
+        if self._handlers.pop(fd, None) is None:
+            return
+        if self._parked.pop(fd, None) is not None:
+            return
+        try:
+            self._epoll.unregister(fd)
+        except (OSError, ValueError):
+            pass  # already closed: the kernel dropped it from the set
+
+    def _on_ready(self) -> None:
+        # Runs in the hub. PERF: a switch straight into the waiting dispatcher, no Waiter.
+        if self._waiting:
+            self._active.switch()
+            return
+        fd = self._current
+        if fd >= 0:
+            # The dispatcher is neither waiting nor running, so its handler blocked: park
+            # that connection (only its own dispatcher reads it again) and hand over.
+            self._park(fd)
+        self._current = -1
+        self._active = greenlet(self._serve, parent=self._hub)
+        self._active.switch()
+
+    def _park(self, fd: int) -> None:
+        handler = self._handlers.get(fd)
+        if handler is None:
+            return  # the blocked handler unwatched its own connection
+        try:
+            self._epoll.unregister(fd)
+        except (OSError, ValueError):
+            return  # closed meanwhile
+        self._parked[fd] = handler
+
+    def _unpark(self, fd: int, handler: Callable[[], None]) -> None:
+        # The handler must match: the fd may have been closed and reused meanwhile.
+        if self._parked.get(fd) is not handler:
+            return
+        del self._parked[fd]
+        try:
+            self._epoll.register(fd, select.EPOLLIN)
+        except OSError:
+            self._handlers.pop(fd, None)  # closed while parked
+
+    def _serve(self) -> None:
+        me = getcurrent()
+        poll = self._epoll.poll
+        handlers = self._handlers
+        hub = self._hub
+        while True:
+            for fd, _ in poll(0, BATCH):
+                handler = handlers.get(fd)
+                if handler is None:
+                    continue  # unwatched by a handler earlier in this batch
+                self._current = fd
+                try:
+                    handler()
+                except Exception:
+                    log.exception("upgraded connection handler failed")
+                    self.unwatch(fd)
+                if self._active is not me:
+                    self._unpark(fd, handler)  # replaced while blocked: the new one goes on
+                    return
+            self._current = -1
+            self._waiting = True
+            try:
+                hub.switch()
+            finally:
+                self._waiting = False
+
+
+_readers: weakref.WeakKeyDictionary[Any, tuple[int, Readers]] = weakref.WeakKeyDictionary()
+
+
+def readers() -> Readers:
+    """The `Readers` of this thread's hub in this process (made on first use)."""
+    hub = gevent.get_hub()
+    pid = os.getpid()
+    entry = _readers.get(hub)
+    if entry is None or entry[0] != pid:  # a forked child must not share its parent's epoll
+        entry = _readers[hub] = (pid, Readers(hub))
+    return entry[1]
