@@ -8,8 +8,9 @@ way the answer is 413 `Payload Too Large`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from socketify.chain import Hooked, hooked
 
 if TYPE_CHECKING:
     from socketify.request import Request
@@ -17,16 +18,14 @@ if TYPE_CHECKING:
 
 __all__ = ["body_limit"]
 
-Next = Callable[[], None]
 
-
-def body_limit(max_bytes: int) -> Callable[[Request, Response, Next], None]:
+def body_limit(max_bytes: int) -> Hooked:
     """Middleware: answer 413 for a request body over `max_bytes` bytes."""
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
         raise ValueError(f"body_limit needs a byte count >= 0, got {max_bytes!r}")
 
-    def body_limit_middleware(req: Request, res: Response, next: Next) -> None:
+    def body_limit_middleware(req: Request, res: Response) -> bool:
         req.limit_body(max_bytes)  # raises HTTPError(413), which the server answers
-        next()
+        return True
 
-    return body_limit_middleware
+    return hooked(body_limit_middleware)

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from socketify.chain import hooked
 from socketify.pulse import upgrade
 from socketify.pulse.channel import Channel
 from socketify.pulse.hub import Hub
@@ -218,7 +219,7 @@ class App:
         if self._server is not None:
             raise RuntimeError("this pulse.easy App is already bound to a server")
         self._server = server
-        server.use(self._late_routes)
+        server.use(hooked(self._late_routes, name="pulse_easy_late_routes"))
         for path in self._routes:
             self._register(path)
         return self
@@ -285,17 +286,17 @@ class App:
             conn.error_events = error_events
         fn(conn)
 
-    def _late_routes(self, req: Request, res: Response, next: Callable[[], None]) -> None:
+    def _late_routes(self, req: Request, res: Response) -> bool:
+        # A before hook (socketify.chain): one call per request while no late route exists.
         late = self._late
         if late is None or req.method != "GET":
-            next()
-            return
+            return True
         route, params, _ = late.find("GET", req.head.path)
         if route is None:
-            next()
-            return
+            return True
         if params:
             req.params = params
         route.handler(req, res)
         if not res.ended:
             res.end()  # what routing does after a handler: the 101 (or refusal) goes out
+        return False
