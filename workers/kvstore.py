@@ -16,10 +16,28 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
-__all__ = ["KeyValueStore"]
+__all__ = ["KeyValueStore", "TakeResult", "take_result"]
 
 SWEEP_EVERY = 30.0
+
+
+class TakeResult(NamedTuple):
+    """The outcome of a token-bucket ``take``: one token taken or not, and the bucket after.
+
+    Every store's ``take`` answers one (``socketify.stores`` re-exports it for the
+    ``Store`` protocol).
+    """
+
+    allowed: bool  # True when a token was taken
+    remaining: float  # tokens left after this call (fractional; callers usually floor it)
+    reset_seconds: float  # seconds until a token is available again (0.0 if one is; inf if never)
+
+
+# PERF: ``take_result(TakeResult, (allowed, remaining, reset))`` builds one in a single C
+# call; the NamedTuple's own ``__new__`` is Python code.
+take_result: Any = tuple.__new__
 
 
 class KeyValueStore:
@@ -74,7 +92,7 @@ class KeyValueStore:
 
     def take(
         self, key: bytes, capacity: float, refill_per_second: float, now: float | None = None
-    ) -> tuple[bool, float, float]:
+    ) -> TakeResult:
         """Refill bucket ``key`` for the time elapsed, then take one token if one is there.
 
         Returns ``(allowed, tokens left, seconds until a token is available)``; a new bucket
@@ -105,7 +123,8 @@ class KeyValueStore:
             wait = (1.0 - tokens) / refill_per_second
         else:
             wait = math.inf
-        return allowed, tokens, wait
+        result: TakeResult = take_result(TakeResult, (allowed, tokens, wait))
+        return result
 
     # -- prefixes (cache clear and size) ----------------------------------------------------
 

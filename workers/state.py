@@ -24,7 +24,7 @@ import math
 from typing import Protocol
 
 from workers import wire
-from workers.kvstore import KeyValueStore
+from workers.kvstore import KeyValueStore, TakeResult, take_result
 from workers.link import Link, StateError, StateUnavailable
 from workers.table_store import TableStore
 from workers.wire import Op, Status
@@ -68,7 +68,7 @@ class StateOps(Protocol):
     def incr(self, key: str, amount: int = 1, ttl: float | None = None) -> int: ...
     def take(
         self, key: str, capacity: float, refill_per_second: float, now: float | None = None
-    ) -> tuple[bool, float, float]: ...
+    ) -> TakeResult: ...
     def clear_prefix(self, prefix: str) -> int: ...
     def count_prefix(self, prefix: str) -> int: ...
 
@@ -118,11 +118,12 @@ class StateClient:
 
     def take(
         self, key: str, capacity: float, refill_per_second: float, now: float | None = None
-    ) -> tuple[bool, float, float]:
+    ) -> TakeResult:
         """Token bucket in one atomic step: ``(allowed, remaining, reset_seconds)``."""
         args = wire.BUCKET.pack(capacity, refill_per_second, math.nan if now is None else now)
         allowed, left, wait = wire.TAKEN.unpack(self._request(Op.TAKE, key.encode(), args)[1])
-        return bool(allowed), left, wait
+        result: TakeResult = take_result(TakeResult, (bool(allowed), left, wait))
+        return result
 
     def clear_prefix(self, prefix: str) -> int:
         """Remove every key starting with ``prefix``; returns how many live values went."""
@@ -170,7 +171,7 @@ class LocalState:
 
     def take(
         self, key: str, capacity: float, refill_per_second: float, now: float | None = None
-    ) -> tuple[bool, float, float]:
+    ) -> TakeResult:
         """Token bucket in one step: ``(allowed, remaining, reset_seconds)``."""
         return self._store.take(key.encode(), capacity, refill_per_second, now)
 

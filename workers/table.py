@@ -22,7 +22,13 @@ Readers take no lock. Each group has a sequence word that a writer makes odd bef
 the group and even after; a reader reads it, reads the slot, and reads it again: a change (or
 an odd value) means "read again", and after ``READ_TRIES`` the reader takes the lock. That needs
 loads to stay in program order and stores too, which x86-64 guarantees; elsewhere ``read``
-always takes the lock.
+always takes the lock. Only values are read this way: nothing reads a token bucket without
+its lock, so rewriting a bucket in the slot it already has may leave the sequence word alone
+(``workers.table_store``), as no reader of another key looks at that slot.
+
+The lock calls are the cost floor of every write (about 0.2 µs each through ``ctypes``), so
+callers that repeat keys keep a key's ``place`` (hash, group, lock, offsets) and do the
+common case themselves in a few word and struct operations.
 
 A writer killed while holding the lock must leave the group readable. Each slot therefore has
 two *halves* and a control word saying which half is current: a write fills the other half,
@@ -55,7 +61,19 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["GROUP_SLOTS", "MAX_KEY", "SLOT_DATA", "Entry", "SharedTable", "TableBusy"]
+__all__ = [
+    "GROUP_SLOTS",
+    "HALF",
+    "KEY_AT",
+    "MAX_KEY",
+    "SLOT_DATA",
+    "Entry",
+    "Place",
+    "SharedTable",
+    "TableBusy",
+    "mutex_trylock",
+    "mutex_unlock",
+]
 
 GROUP_SLOTS = 16
 SLOT_DATA = 240  # key + value bytes one half holds
@@ -72,21 +90,22 @@ _MAX_STRIPES = 256
 _HEADER = 64 + _MAX_STRIPES * _MUTEX
 try:
     _LIBC: Any = ctypes.CDLL(None, use_errno=True)
-    _trylock: Any = _LIBC.pthread_mutex_trylock
-    _unlock: Any = _LIBC.pthread_mutex_unlock
-    _consistent: Any = _LIBC.pthread_mutex_consistent
-    for _function in (_trylock, _unlock, _consistent):
-        _function.argtypes = [ctypes.c_void_p]
-        _function.restype = ctypes.c_int
+    # PERF: the lock calls run per store operation. Through PyDLL (the GIL kept: they never
+    # block) with no argtypes, given prebuilt ``c_void_p`` objects, a trylock and unlock pair
+    # costs about half what CDLL with argtypes and errno swapping does.
+    _FAST: Any = ctypes.PyDLL(None)
+    mutex_trylock: Any = _FAST.pthread_mutex_trylock
+    mutex_unlock: Any = _FAST.pthread_mutex_unlock
+    _consistent: Any = _FAST.pthread_mutex_consistent
 except (OSError, AttributeError):  # a C library without robust mutexes: no table here
-    _LIBC = _trylock = _unlock = _consistent = None
+    _LIBC = mutex_trylock = mutex_unlock = _consistent = None
 _PTHREAD_PROCESS_SHARED = 1
 _PTHREAD_MUTEX_ROBUST = 1
 _HALF_HEAD = struct.Struct("<dBBH4x")  # expires, kind, key length, value length
-_KEY_AT = _HALF_HEAD.size
+KEY_AT = _HALF_HEAD.size
 _KEY_LEN_AT = 9  # offset of key_len in a half
-_HALF = _HALF_HEAD.size + SLOT_DATA
-_SLOT = 8 + 2 * _HALF
+HALF = _HALF_HEAD.size + SLOT_DATA
+_SLOT = 8 + 2 * HALF
 _GROUP_HEAD = 16 + 8 * GROUP_SLOTS  # seq, spilled, tags
 _GROUP = _GROUP_HEAD + GROUP_SLOTS * _SLOT
 _WORDS_PER_GROUP = _GROUP // 8
@@ -96,6 +115,11 @@ _TAG_MASK = (1 << 64) - 1
 
 # One entry as read from a slot: (slot number in its group, kind, expires, value).
 Entry = tuple[int, int, float, bytes]
+# What a caller may cache about a key (``place``): the key, its home slot, its tag, its
+# group's mutex, the word indexes of the group's sequence word (the ``spilled`` word follows
+# it), of the home slot's tag and of its control word, and the byte offset of the home slot's
+# first half (the second is ``HALF`` bytes further).
+Place = tuple[bytes, int, int, Any, int, int, int, int]
 
 
 class TableBusy(Exception):
@@ -119,33 +143,52 @@ class SharedTable:
         size = _HEADER + groups * _GROUP
         self._memfd = os.memfd_create("socketify-table", os.MFD_CLOEXEC)
         os.ftruncate(self._memfd, size)
-        self._mem = mmap.mmap(self._memfd, size)
-        self._words = memoryview(self._mem).cast("Q")
+        self.mem = mmap.mmap(self._memfd, size)
+        self.words = memoryview(self.mem).cast("Q")
         # How a waiter sleeps: a worker's ``workers.link.Link`` makes this gevent's sleep, so
         # the other greenlets (maybe the one holding the lock) run meanwhile.
         self.pause: Callable[[float], None] = time.sleep
-        base = ctypes.addressof(ctypes.c_char.from_buffer(self._mem))
-        self._mutexes = [base + 64 + n * _MUTEX for n in range(self.stripes)]
-        _init_mutexes(self._mutexes)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(self.mem))
+        addresses = [base + 64 + n * _MUTEX for n in range(self.stripes)]
+        _init_mutexes(addresses)
+        self._mutexes = [ctypes.c_void_p(address) for address in addresses]
 
     def locate(self, key: bytes) -> tuple[int, int]:
         """``(home slot, tag)`` of ``key``; its group is ``home // GROUP_SLOTS``."""
         code = hash(key) & _TAG_MASK
         return code & self._home_mask, code | 1
 
+    def place(self, key: bytes) -> Place:
+        """Where ``key`` goes, computed once for a caller to keep (see ``Place``)."""
+        code = hash(key) & _TAG_MASK
+        home = code & self._home_mask
+        group_at = _HEADER + (home // GROUP_SLOTS) * _GROUP
+        first = home & _LAST
+        slot = group_at + _GROUP_HEAD + first * _SLOT
+        return (
+            key,
+            home,
+            code | 1,
+            self._mutexes[(home // GROUP_SLOTS) & self._stripe_mask],
+            group_at >> 3,
+            (group_at >> 3) + 2 + first,
+            slot >> 3,
+            slot + 8,
+        )
+
     # -- locking ---------------------------------------------------------------------------
 
-    def lock(self, home: int) -> int:
+    def lock(self, home: int) -> Any:
         """Take the lock of ``home``'s group (cooperatively); returns what ``unlock`` takes."""
         mutex = self._mutexes[(home // GROUP_SLOTS) & self._stripe_mask]
-        failed = _trylock(mutex)
+        failed = mutex_trylock(mutex)
         if failed:
-            self._wait_lock(mutex, failed)
+            self.wait_lock(mutex, failed)
         return mutex
 
-    def unlock(self, mutex: int) -> None:
+    def unlock(self, mutex: Any) -> None:
         """Release a lock taken by ``lock``."""
-        _unlock(mutex)
+        mutex_unlock(mutex)
 
     @contextlib.contextmanager
     def hold(self, home: int) -> Iterator[None]:
@@ -154,9 +197,10 @@ class SharedTable:
         try:
             yield
         finally:
-            _unlock(mutex)
+            mutex_unlock(mutex)
 
-    def _wait_lock(self, mutex: int, failed: int) -> None:
+    def wait_lock(self, mutex: Any, failed: int) -> None:
+        """Wait for ``mutex`` after a ``mutex_trylock`` that answered ``failed``."""
         deadline = 0.0
         pause = 0.00005
         tries = 0
@@ -177,15 +221,15 @@ class SharedTable:
                     raise TableBusy(f"a shared-table lock stayed taken for {LOCK_TIMEOUT:g} s")
                 self.pause(pause)
                 pause = min(0.0002, pause * 2)
-            failed = _trylock(mutex)
+            failed = mutex_trylock(mutex)
             if not failed:
                 return
 
-    def _recover(self, mutex: int) -> None:
+    def _recover(self, mutex: Any) -> None:
         """We hold the lock of an owner that died: its groups may have odd sequence words."""
         _consistent(mutex)
         stripe = self._mutexes.index(mutex)
-        words = self._words
+        words = self.words
         for group in range(stripe, self.groups, self.stripes):
             seq = (_HEADER + group * _GROUP) >> 3
             if words[seq] & 1:
@@ -196,7 +240,7 @@ class SharedTable:
     def read(self, home: int, tag: int, key: bytes) -> Entry | None:
         """The entry of ``key`` (expired or not) or None, without the lock when possible."""
         if LOCK_FREE_READS:
-            words = self._words
+            words = self.words
             seq_at = (_HEADER // 8) + (home // GROUP_SLOTS) * _WORDS_PER_GROUP
             for _ in range(READ_TRIES):
                 seq = words[seq_at]
@@ -212,7 +256,7 @@ class SharedTable:
 
     def find(self, home: int, tag: int, key: bytes) -> Entry | None:
         """The entry of ``key`` (expired or not), or None (with the lock, or from ``read``)."""
-        words = self._words
+        words = self.words
         group_at = _HEADER + (home // GROUP_SLOTS) * _GROUP
         tags = (group_at >> 3) + 2
         first = home & _LAST
@@ -221,10 +265,10 @@ class SharedTable:
             found = words[tags + index]
             if found == tag:
                 slot = group_at + _GROUP_HEAD + index * _SLOT
-                half = slot + 8 + words[slot >> 3] * _HALF
-                mem = self._mem
+                half = slot + 8 + words[slot >> 3] * HALF
+                mem = self.mem
                 expires, kind, key_len, value_len = _HALF_HEAD.unpack_from(mem, half)
-                start = half + _KEY_AT
+                start = half + KEY_AT
                 if key_len == len(key) and mem[start : start + key_len] == key:
                     start += key_len
                     return index, kind, expires, mem[start : start + value_len]
@@ -234,19 +278,19 @@ class SharedTable:
 
     def index_of(self, home: int, tag: int, key: bytes) -> int:
         """The slot number of ``key`` in its group, or -1 (with the lock)."""
-        words = self._words
+        words = self.words
         group_at = _HEADER + (home // GROUP_SLOTS) * _GROUP
         tags = (group_at >> 3) + 2
         first = home & _LAST
-        mem = self._mem
+        mem = self.mem
         for step in range(GROUP_SLOTS):
             index = (first + step) & _LAST
             found = words[tags + index]
             if found == tag:
                 slot = group_at + _GROUP_HEAD + index * _SLOT
-                half = slot + 8 + words[slot >> 3] * _HALF
+                half = slot + 8 + words[slot >> 3] * HALF
                 if mem[half + _KEY_LEN_AT] == len(key):
-                    start = half + _KEY_AT
+                    start = half + KEY_AT
                     if mem[start : start + len(key)] == key:
                         return index
             elif not found:
@@ -292,7 +336,7 @@ class SharedTable:
         value: bytes,
     ) -> None:
         """Store an entry in slot ``index`` of ``home``'s group (the key's, or ``free_slot``)."""
-        words = self._words
+        words = self.words
         group_at = _HEADER + (home // GROUP_SLOTS) * _GROUP
         seq_at = group_at >> 3
         entry = _HALF_HEAD.pack(expires, kind, len(key), len(value)) + key + value
@@ -300,8 +344,8 @@ class SharedTable:
         try:
             slot = group_at + _GROUP_HEAD + index * _SLOT
             current = words[slot >> 3]
-            half = slot + 8 + (current ^ 1) * _HALF
-            self._mem[half : half + len(entry)] = entry
+            half = slot + 8 + (current ^ 1) * HALF
+            self.mem[half : half + len(entry)] = entry
             words[slot >> 3] = current ^ 1  # commit: one aligned store
             tag_at = seq_at + 2 + index
             if words[tag_at] != tag:
@@ -311,14 +355,14 @@ class SharedTable:
 
     def remove(self, home: int, index: int) -> None:
         """Free slot ``index`` of ``home``'s group (a tombstone keeps later probes going)."""
-        self._words[((_HEADER + (home // GROUP_SLOTS) * _GROUP) >> 3) + 2 + index] = _TOMB
+        self.words[((_HEADER + (home // GROUP_SLOTS) * _GROUP) >> 3) + 2 + index] = _TOMB
 
     def free_slot(self, home: int, now: float) -> int:
         """The first slot from ``home`` that is free, removed or expired; -1 if none.
 
         Call it only after ``find`` did not find the key.
         """
-        words = self._words
+        words = self.words
         group_at = _HEADER + (home // GROUP_SLOTS) * _GROUP
         tags = (group_at >> 3) + 2
         first = home & _LAST
@@ -327,7 +371,7 @@ class SharedTable:
             if not words[tags + index] & 1:
                 return index
             slot = group_at + _GROUP_HEAD + index * _SLOT
-            if _HALF_HEAD.unpack_from(self._mem, slot + 8 + words[slot >> 3] * _HALF)[0] <= now:
+            if _HALF_HEAD.unpack_from(self.mem, slot + 8 + words[slot >> 3] * HALF)[0] <= now:
                 return index
         return -1
 
@@ -336,20 +380,20 @@ class SharedTable:
     def occupied(self, group: int) -> bool:
         """Whether any slot of ``group`` holds a key (read without the lock: a hint)."""
         tags = ((_HEADER + group * _GROUP) >> 3) + 2
-        return any(tag & 1 for tag in self._words[tags : tags + GROUP_SLOTS])
+        return any(tag & 1 for tag in self.words[tags : tags + GROUP_SLOTS])
 
     def entries(self, group: int) -> list[tuple[int, bytes, int, float]]:
         """Every key of ``group``, with the lock: ``(slot number, key, kind, expires)``."""
-        words = self._words
+        words = self.words
         group_at = _HEADER + group * _GROUP
         tags = (group_at >> 3) + 2
         out = []
         for index in range(GROUP_SLOTS):
             if words[tags + index] & 1:
                 slot = group_at + _GROUP_HEAD + index * _SLOT
-                half = slot + 8 + words[slot >> 3] * _HALF
-                expires, kind, key_len, _ = _HALF_HEAD.unpack_from(self._mem, half)
-                key = self._mem[half + _KEY_AT : half + _KEY_AT + key_len]
+                half = slot + 8 + words[slot >> 3] * HALF
+                expires, kind, key_len, _ = _HALF_HEAD.unpack_from(self.mem, half)
+                key = self.mem[half + KEY_AT : half + KEY_AT + key_len]
                 out.append((index, key, kind, expires))
         return out
 
@@ -357,17 +401,17 @@ class SharedTable:
 
     def spilled(self, home: int) -> bool:
         """Whether keys of ``home``'s group may live in the master's store."""
-        return bool(self._words[((_HEADER + (home // GROUP_SLOTS) * _GROUP) >> 3) + 1])
+        return bool(self.words[((_HEADER + (home // GROUP_SLOTS) * _GROUP) >> 3) + 1])
 
     def mark_spilled(self, home: int) -> None:
         """Note that a key of ``home``'s group went to the master's store (for good)."""
-        self._words[((_HEADER + (home // GROUP_SLOTS) * _GROUP) >> 3) + 1] = 1
-        self._words[0] = 1
+        self.words[((_HEADER + (home // GROUP_SLOTS) * _GROUP) >> 3) + 1] = 1
+        self.words[0] = 1
 
     @property
     def any_spilled(self) -> bool:
         """Whether any group has spilled."""
-        return bool(self._words[0])
+        return bool(self.words[0])
 
     # -- lifetime --------------------------------------------------------------------------
 
@@ -378,9 +422,9 @@ class SharedTable:
         os.close(self._memfd)
         self._memfd = -1
         self._mutexes = []
-        self._words.release()
+        self.words.release()
         with contextlib.suppress(BufferError):
-            self._mem.close()
+            self.mem.close()
 
 
 def _init_mutexes(addresses: list[int]) -> None:

@@ -22,6 +22,11 @@ lock across the round trip, so the two places never disagree about a key:
 Both orders leave the previous value winning if the worker dies between the two steps. Groups
 that never spilled (nearly all, at the default size) never talk to the master.
 
+The usual cases (a key already in its home slot, a value that fits) run inline in ``get``,
+``set`` and ``take``, on the key's place remembered per process: one struct call reads a
+half, one writes the other, between one lock and one unlock (``get``: no lock). Everything
+else (a probe past the home slot, a new key, a spilled group) takes the general path.
+
 A token bucket's entry expires when it would be full again: a full bucket is the same as
 none, so its slot can be reused. Bucket keys are the key behind a 0xFF byte, which no UTF-8
 key starts with, so a bucket and a value of the same name stay apart as in ``KeyValueStore``.
@@ -35,8 +40,19 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from workers.kvstore import TakeResult, take_result
 from workers.link import StateError
-from workers.table import GROUP_SLOTS, MAX_KEY, SLOT_DATA, SharedTable
+from workers.table import (
+    GROUP_SLOTS,
+    HALF,
+    KEY_AT,
+    LOCK_FREE_READS,
+    MAX_KEY,
+    SLOT_DATA,
+    SharedTable,
+    mutex_trylock,
+    mutex_unlock,
+)
 
 __all__ = ["TableStore"]
 
@@ -44,7 +60,20 @@ BYTES, INTEGER, BUCKET = 0, 1, 2
 _BUCKET_KEY = b"\xff"
 _INT = struct.Struct("<q")
 _BUCKET = struct.Struct("<ddd")  # tokens, stamp, full at
+_BUCKET_SIZE = _BUCKET.size
 _NEEDS_MASTER: Any = object()  # an operation's answer when only a round trip can decide
+# A key's ``Place`` in the table, then the layout of a half of its slot (the head and the
+# key; for a bucket, the whole half), None when the key is too long for a fast path.
+_Known = tuple[bytes, int, int, Any, int, int, int, int, struct.Struct | None]
+_PLACES_MAX = 8192  # keys whose place a store remembers (forgotten all at once past this)
+_LAYOUTS: dict[str, struct.Struct] = {}  # a half's head and key (and bucket), per key length
+
+
+def _layout(layout: str) -> struct.Struct:
+    found = _LAYOUTS.get(layout)
+    if found is None:
+        found = _LAYOUTS[layout] = struct.Struct(layout)
+    return found
 
 
 class TableStore:
@@ -59,6 +88,32 @@ class TableStore:
         self.table = table
         self.overflow = overflow
         self._clock = clock
+        self._words = table.words
+        self._mem = table.mem
+        # PERF: a client sends the same session id, its address, again and again; where its
+        # key lives (hash, group, lock, offsets) is worked out once, not per operation.
+        self._places: dict[str, _Known] = {}
+        self._bucket_places: dict[str, _Known] = {}
+
+    def _place(self, key: str) -> _Known:
+        encoded = key.encode()
+        # A key too long for a slot has no fast path (None): it lives in the master.
+        fits = len(encoded) <= SLOT_DATA
+        return self._remember(self._places, key, encoded, fits, f"<dBBH4x{len(encoded)}s")
+
+    def _bucket_place(self, key: str) -> _Known:
+        encoded = _BUCKET_KEY + key.encode()
+        fits = len(encoded) + _BUCKET_SIZE <= SLOT_DATA
+        layout = f"<dBBH4x{len(encoded)}sddd"  # the whole half of a bucket
+        return self._remember(self._bucket_places, key, encoded, fits, layout)
+
+    def _remember(
+        self, places: dict[str, _Known], key: str, encoded: bytes, fits: bool, layout: str
+    ) -> _Known:
+        if len(places) >= _PLACES_MAX:
+            places.clear()
+        found = places[key] = (*self.table.place(encoded), _layout(layout) if fits else None)
+        return found
 
     def _run(self, key: bytes, op: Callable[..., Any], *args: Any) -> Any:
         """``op(home, tag, key, master, *args)`` under the group lock, the master allowed
@@ -79,9 +134,31 @@ class TableStore:
 
     def get(self, key: str) -> bytes | None:
         """The value of ``key``, or None when absent or expired."""
-        encoded = key.encode()
+        known = self._places.get(key) or self._place(key)
+        encoded, home, tag, _, seq_at, tag_at, control_at, half0, layout = known
+        if LOCK_FREE_READS and layout is not None:
+            # PERF: the usual case in one go: the key in its home slot, read without the lock
+            # (the sequence word protocol of ``workers.table``); anything else reads below.
+            words = self._words
+            seq = words[seq_at]
+            stored_tag = words[tag_at]
+            if stored_tag == tag:
+                mem = self._mem
+                half = half0 + words[control_at] * HALF
+                expires, kind, key_len, value_len, stored = layout.unpack_from(mem, half)
+                if stored == encoded:
+                    start = half + KEY_AT + key_len
+                    value = mem[start : start + value_len]
+                    if not seq & 1 and words[seq_at] == seq and key_len == len(encoded):
+                        if expires <= self._clock():
+                            return None
+                        return value if kind == BYTES else str(_INT.unpack(value)[0]).encode()
+            elif not stored_tag and not words[seq_at + 1]:
+                return None  # probing stops at a never-used slot, and nothing spilled
+        return self._get_slow(home, tag, encoded)
+
+    def _get_slow(self, home: int, tag: int, encoded: bytes) -> bytes | None:
         table = self.table
-        home, tag = table.locate(encoded)
         entry = table.read(home, tag, encoded)  # no lock, the usual case (see workers.table)
         if entry is not None:
             _, kind, expires, value = entry
@@ -117,9 +194,35 @@ class TableStore:
             expires = now + ttl
         else:
             raise StateError("ttl must be positive seconds (or None for no expiry)")
-        encoded = key.encode()
+        known = self._places.get(key) or self._place(key)
+        encoded, home, tag, mutex, seq_at, tag_at, control_at, half0, layout = known
+        if layout is not None and len(encoded) + len(value) <= SLOT_DATA:
+            # PERF: the usual case in one go: the key already in its home slot.
+            failed = mutex_trylock(mutex)
+            if failed:
+                self.table.wait_lock(mutex, failed)
+            try:
+                words = self._words
+                if words[tag_at] == tag:
+                    mem = self._mem
+                    current = words[control_at]
+                    head = layout.unpack_from(mem, half0 + current * HALF)
+                    if head[4] == encoded and head[2] == len(encoded):
+                        half = half0 + (current ^ 1) * HALF
+                        start = half + KEY_AT + len(encoded)
+                        words[seq_at] += 1  # odd: readers of this group read again
+                        try:
+                            layout.pack_into(
+                                mem, half, expires, BYTES, len(encoded), len(value), encoded
+                            )
+                            mem[start : start + len(value)] = value
+                            words[control_at] = current ^ 1  # commit: one aligned store
+                        finally:
+                            words[seq_at] += 1
+                        return
+            finally:
+                mutex_unlock(mutex)
         table = self.table
-        home, tag = table.locate(encoded)
         mutex = table.lock(home)
         try:
             done = table.put(home, tag, encoded, BYTES, expires, value, now)
@@ -219,11 +322,52 @@ class TableStore:
 
     def take(
         self, key: str, capacity: float, refill_per_second: float, now: float | None = None
-    ) -> tuple[bool, float, float]:
+    ) -> TakeResult:
         """Token bucket in one atomic step: ``(allowed, remaining, reset_seconds)``."""
-        encoded = _BUCKET_KEY + key.encode()
+        known = self._bucket_places.get(key) or self._bucket_place(key)
+        encoded, home, tag, mutex, _, tag_at, control_at, half0, layout = known
+        if layout is not None:
+            # PERF: the usual case in one go: the bucket in its home slot, read and written
+            # with one struct call each. No lock-free reader ever reads a bucket (``get``
+            # cannot name one), so rewriting a bucket in its own slot leaves the sequence
+            # word alone; the two halves still keep a write cut short from being seen.
+            failed = mutex_trylock(mutex)
+            if failed:
+                self.table.wait_lock(mutex, failed)
+            try:
+                words = self._words
+                if words[tag_at] == tag:
+                    mem = self._mem
+                    current = words[control_at]
+                    expires, _, key_len, _, stored, tokens, stamp, _ = layout.unpack_from(
+                        mem, half0 + current * HALF
+                    )
+                    at = self._clock() if now is None else now
+                    if stored == encoded and key_len == len(encoded):
+                        if expires <= at:  # full again by now: the same as a new bucket
+                            tokens, stamp = float(capacity), at
+                        elif at > stamp:
+                            tokens = min(float(capacity), tokens + (at - stamp) * refill_per_second)
+                            stamp = at
+                        allowed = tokens >= 1.0
+                        if allowed:
+                            tokens -= 1.0
+                        if tokens >= capacity:
+                            full_at = at
+                        elif refill_per_second > 0:
+                            full_at = at + (capacity - tokens) / refill_per_second
+                        else:
+                            full_at = math.inf
+                        half = half0 + (current ^ 1) * HALF
+                        layout.pack_into(mem, half, full_at, BUCKET, key_len, _BUCKET_SIZE,
+                                         encoded, tokens, stamp, full_at)  # fmt: skip
+                        words[control_at] = current ^ 1  # commit: one aligned store
+                        wait = 0.0 if tokens >= 1.0 else _wait(tokens, refill_per_second)
+                        taken: TakeResult = take_result(TakeResult, (allowed, tokens, wait))
+                        return taken
+            finally:
+                mutex_unlock(mutex)
         table = self.table
-        home, tag = table.locate(encoded)
         mutex = table.lock(home)
         try:
             result = self._take(home, tag, encoded, None, capacity, refill_per_second, now)
@@ -275,21 +419,9 @@ class TableStore:
         allowed = tokens >= 1.0
         if allowed:
             tokens -= 1.0
-        missing = capacity - tokens
-        if missing <= 0:
-            full_at = at
-        elif refill > 0:
-            full_at = at + missing / refill
-        else:
-            full_at = math.inf
+        full_at = _full_at(at, capacity - tokens, refill)
         table.write(home, index, tag, key, BUCKET, full_at, _BUCKET.pack(tokens, stamp, full_at))
-        if tokens >= 1.0:
-            wait = 0.0
-        elif refill > 0:
-            wait = (1.0 - tokens) / refill
-        else:
-            wait = math.inf
-        return allowed, tokens, wait
+        return take_result(TakeResult, (allowed, tokens, _wait(tokens, refill)))
 
     # -- prefixes ------------------------------------------------------------------------------
 
@@ -337,6 +469,16 @@ class TableStore:
         if not ttl > 0:
             raise StateError("ttl must be positive seconds (or None for no expiry)")
         return self._clock() + ttl
+
+
+def _full_at(at: float, missing: float, refill: float) -> float:
+    """When a bucket ``missing`` tokens short is full again (its entry's expiry)."""
+    return at if missing <= 0 else (at + missing / refill if refill > 0 else math.inf)
+
+
+def _wait(tokens: float, refill: float) -> float:
+    """Seconds until a bucket holding ``tokens`` has one to give."""
+    return 0.0 if tokens >= 1.0 else ((1.0 - tokens) / refill if refill > 0 else math.inf)
 
 
 def _as_int(kind: int, value: bytes) -> int:
