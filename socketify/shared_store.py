@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from typing import Any
 
 from socketify.stores import TakeResult
@@ -35,12 +36,16 @@ STATE_URL_ENV = "SOCKETIFY_STATE_URL"
 _local: Any = None
 _local_lock = threading.Lock()
 _fork_epoch = 0  # bumped in every forked child: cached backends are re-resolved there
+_stores: weakref.WeakSet[SharedStore] = weakref.WeakSet()
+_DIRECT = ("get", "set", "take")  # what a store with no namespace hands to its backend
 
 
 def _after_fork() -> None:
     global _fork_epoch, _local
     _fork_epoch += 1
     _local = None  # a child must not believe it shares its parent's private store
+    for store in list(_stores):
+        store._unbind()
 
 
 os.register_at_fork(after_in_child=_after_fork)
@@ -65,14 +70,39 @@ class SharedStore:
         self._url = url
         self._backend: Any = None
         self._epoch = -1
+        # The backend's methods, bound once per process (see _bind).
+        self._get: Any = None
+        self._set: Any = None
+        self._take: Any = None
+        _stores.add(self)
 
     @property
     def backend(self) -> Any:
         """The store actually used in this process (resolved on first use)."""
         if self._epoch != _fork_epoch or self._backend is None:
-            self._backend = self._resolve()
-            self._epoch = _fork_epoch
+            self._bind()
         return self._backend
+
+    def without_namespace(self) -> SharedStore:
+        """The same shared store with no namespace (the caller prefixes keys itself)."""
+        return SharedStore(url=self._url)
+
+    def _bind(self) -> None:
+        backend = self._resolve()
+        self._backend = backend
+        self._get, self._set, self._take = backend.get, backend.set, backend.take
+        self._epoch = _fork_epoch
+        if not self.namespace:
+            # PERF: with no namespace to add, the backend's own methods answer (instance
+            # attributes over the methods below), so `get`, `set` and `take` cost no call
+            # of ours; a forked child drops them (`_unbind`) and binds its own backend.
+            vars(self).update(get=backend.get, set=backend.set, take=backend.take)
+
+    def _unbind(self) -> None:
+        for name in _DIRECT:
+            vars(self).pop(name, None)
+        self._backend = None
+        self._epoch = -1
 
     @property
     def kind(self) -> str:
@@ -100,12 +130,16 @@ class SharedStore:
 
     def get(self, key: str) -> bytes | None:
         """The value of `key`, or None when absent or expired."""
-        value: bytes | None = self.backend.get(self.namespace + key)
+        if self._epoch != _fork_epoch:
+            self._bind()
+        value: bytes | None = self._get(self.namespace + key)
         return value
 
     def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         """Store `value` under `key`; `ttl` seconds until it expires (None: never)."""
-        self.backend.set(self.namespace + key, value, ttl)
+        if self._epoch != _fork_epoch:
+            self._bind()
+        self._set(self.namespace + key, value, ttl)
 
     def delete(self, key: str) -> bool:
         """Remove `key`; True if it existed."""
@@ -119,10 +153,10 @@ class SharedStore:
         self, key: str, capacity: float, refill_per_second: float, now: float | None = None
     ) -> TakeResult:
         """Refill the token bucket `key`, then take one token if one is there."""
-        allowed, remaining, reset = self.backend.take(
-            self.namespace + key, capacity, refill_per_second, now
-        )
-        return TakeResult(bool(allowed), float(remaining), float(reset))
+        if self._epoch != _fork_epoch:
+            self._bind()
+        result: TakeResult = self._take(self.namespace + key, capacity, refill_per_second, now)
+        return result
 
     # -- beyond the protocol: what a shared cache needs -----------------------------------
 

@@ -27,19 +27,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from workers.kvstore import KeyValueStore
+from workers.kvstore import KeyValueStore, TakeResult
 
 __all__ = ["MemoryStore", "Store", "TakeResult"]
-
-
-class TakeResult(NamedTuple):
-    """The outcome of `Store.take`: one token taken or not, and the bucket afterwards."""
-
-    allowed: bool  # True when a token was taken
-    remaining: float  # tokens left after this call (fractional; callers usually floor it)
-    reset_seconds: float  # seconds until a token is available again (0.0 if one is; inf if never)
 
 
 @runtime_checkable
@@ -111,7 +103,7 @@ class MemoryStore:
     ) -> TakeResult:
         """Refill bucket `key` for the time elapsed, then take one token if one is there."""
         with self._lock:
-            return TakeResult(*self._engine.take(key.encode(), capacity, refill_per_second, now))
+            return self._engine.take(key.encode(), capacity, refill_per_second, now)
 
     def __len__(self) -> int:
         return len(self._engine)

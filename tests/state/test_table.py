@@ -18,10 +18,10 @@ from workers.state import LocalState
 from workers.table import (
     _GROUP,
     _GROUP_HEAD,
-    _HALF,
     _HEADER,
     _SLOT,
     GROUP_SLOTS,
+    HALF,
     SLOT_DATA,
     SharedTable,
 )
@@ -203,12 +203,12 @@ def test_a_worker_killed_holding_the_lock_mid_write_leaves_the_old_value_and_a_f
     assert entry is not None
     group_at = _HEADER + (home // GROUP_SLOTS) * _GROUP
     slot = group_at + _GROUP_HEAD + entry[0] * _SLOT
-    spare_half = slot + 8 + (table._words[slot >> 3] ^ 1) * _HALF
+    spare_half = slot + 8 + (table.words[slot >> 3] ^ 1) * HALF
 
     def die_mid_write() -> None:
         table.lock(home)
-        table._words[group_at >> 3] += 1  # a writer's first step: readers must read again...
-        table._mem[spare_half : spare_half + 100] = b"\xee" * 100  # ...half a write...
+        table.words[group_at >> 3] += 1  # a writer's first step: readers must read again...
+        table.mem[spare_half : spare_half + 100] = b"\xee" * 100  # ...half a write...
         os.kill(os.getpid(), signal.SIGKILL)  # ...and nothing after
 
     status = in_child(die_mid_write)
