@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
+from socketify.shared_store import SharedStore
+
 if TYPE_CHECKING:
     from socketify.request import Request
     from socketify.response import Response
@@ -111,7 +113,17 @@ class StoreStrategy:
         # verified once is the same next time, so remember the values that did (never the
         # ones that did not: a flood of forged cookies must not evict the real ones).
         self._verified: dict[str, str] = {}
+        self._headers: dict[str, tuple[str, str]] = {}  # Cookie header -> (cookie, id)
+        self._lines: dict[str, str] = {}  # cookie value -> its Set-Cookie line
         self._ttl = float(options.ttl)
+        self._cookie_name = options.cookie_name
+        self._key_prefix = options.key_prefix
+        self._store = store  # what the methods below use; `store` stays what was given
+        if isinstance(store, SharedStore) and store.namespace:
+            # PERF: the same keys, prefixed here once: a SharedStore with no namespace hands
+            # `get` and `set` straight to its backend.
+            self._key_prefix = store.namespace + self._key_prefix
+            self._store = store.without_namespace()
 
     def sign(self, sid: str) -> str:
         """`<id>.<base64url HMAC-SHA256(secret, id)>`."""
@@ -134,37 +146,68 @@ class StoreStrategy:
 
     def load(self, req: Request) -> Session:
         """The stored session named by the cookie, or a new one."""
-        opts = self.options
-        cookie = req.cookies.get(opts.cookie_name)
-        if cookie:
-            sid = self.verify(cookie)
-            if sid is not None:
-                raw = self.store.get(opts.key_prefix + sid)
+        # PERF: a client sends the same Cookie header again and again: remember which
+        # session cookie (and id) a header carried once it verified, and skip parsing it.
+        raw_header = req.header("cookie")
+        if raw_header:
+            known = self._headers.get(raw_header) or self._from_header(req, raw_header)
+            if known is not None:
+                cookie, sid = known
+                raw = self._store.get(self._key_prefix + sid)
                 if raw is not None:
-                    data = _decode_object(raw)
-                    if data is not None:
-                        session = self.session_type(sid, data, is_new=False, raw=raw)
-                        session.cookie_value = cookie  # re-sent as is while the id stays
-                        return session
+                    try:
+                        data = orjson.loads(raw)
+                    except orjson.JSONDecodeError:
+                        data = None
+                    if data.__class__ is dict:
+                        # The cookie is re-sent as is while the id stays.
+                        return self.session_type.loaded(sid, data, raw, cookie)
         return self.session_type(self.new_id())
+
+    def _from_header(self, req: Request, raw_header: str) -> tuple[str, str] | None:
+        """``(session cookie, id)`` from a Cookie header not seen before; None if it has no
+        session cookie or the cookie does not verify."""
+        cookie = req.cookies.get(self._cookie_name)
+        sid = self.verify(cookie) if cookie else None
+        if cookie is None or sid is None:
+            return None
+        # Only a header that is one line for sure (repeated Cookie lines are joined with ", ")
+        # is remembered: the same text then always parses to the same cookie.
+        if ", " not in raw_header:
+            if len(self._headers) >= _VERIFIED_MAX:
+                self._headers.clear()
+            self._headers[raw_header] = (cookie, sid)
+        return cookie, sid
 
     def persist(self, session: Session, res: Response) -> None:
         """Save or delete the stored data; set or clear the cookie."""
-        opts = self.options
-        if session._previous:
-            for old_id, _ in session._previous:
-                self.store.delete(opts.key_prefix + old_id)
-            session._previous.clear()
-        if session._destroyed:
-            self.store.delete(opts.key_prefix + session.id)
-            opts.clear_cookie(res)
-            return
-        if session.wants_saving(opts):
-            self.store.set(opts.key_prefix + session.id, session.encode(), self._ttl)
+        if session._previous or session._destroyed:
+            self._revoke(session, res)
+            if session._destroyed:
+                return
+        if session.wants_saving(self.options):
+            self._store.set(self._key_prefix + session.id, session.encode(), self._ttl)
             value = session.cookie_value
             if value is None or not value.startswith(session.id):
                 value = self.sign(session.id)
-            opts.cookie(res, value)
+            # PERF: the line for a cookie value is built (and its size checked) once.
+            line = self._lines.get(value)
+            if line is None:
+                line = self.options.cookie_line(value)
+                if len(self._lines) >= _VERIFIED_MAX:
+                    self._lines.clear()
+                self._lines[value] = line
+            res.add_header("Set-Cookie", line)
+
+    def _revoke(self, session: Session, res: Response) -> None:
+        """Delete the data of the ids the session had before, or of a destroyed session."""
+        prefix = self._key_prefix
+        for old_id, _ in session._previous:
+            self._store.delete(prefix + old_id)
+        session._previous.clear()
+        if session._destroyed:
+            self._store.delete(prefix + session.id)
+            self.options.clear_cookie(res)
 
 
 class CookieStrategy:

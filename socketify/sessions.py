@@ -7,14 +7,15 @@
         req.session["cart"] = [*req.session.get("cart", []), req.json()["item"]]
         res.json({"id": req.session.id, "items": len(req.session["cart"])})
 
-Theory of operation. Before `next()` the middleware loads the session named by the request
+Theory of operation. The middleware is a pair of hooks (`socketify.chain.hooked`): the
+`before` hook, in place of code before `next()`, loads the session named by the request
 (a signed id cookie, a signed cookie holding the data, or a JWT; see
 `socketify.session_strategies`); anything missing, forged, expired or revoked gives a brand
-new empty session, never an error. After `next()` returns — the response is still writable,
-since it is serialized only once the chain is done — it persists the session when something
-calls for it (below) and sets the cookie or token. It also persists when the handler raised:
-what the handler changed before the error is kept (SPEC §5.21), and the error still becomes
-the error answer.
+new empty session, never an error. The `after` hook, once the rest of the chain has
+returned (the response is still writable: it is serialized only once the chain is done),
+persists the session when something calls for it (below) and sets the cookie or token. It
+also persists when the handler raised: what the handler changed before the error is kept
+(SPEC §5.21), and the error still becomes the error answer.
 
 A session is persisted when it is dirty, regenerated, touched, new with data, new with
 `save_uninitialized`, or existing with `rolling` — but a new empty session is never persisted
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from socketify.chain import hooked
 from socketify.cookies import build_set_cookie
 from socketify.session_strategies import (
     CookieStrategy,
@@ -123,6 +125,10 @@ class SessionOptions:
 
     def cookie(self, res: Response, value: str) -> None:
         """Set the session cookie with these options (`SessionTooLarge` past the limit)."""
+        res.add_header("Set-Cookie", self.cookie_line(value))
+
+    def cookie_line(self, value: str) -> str:
+        """The Set-Cookie line of the session cookie (`SessionTooLarge` past the limit)."""
         line = f"{self.cookie_name}={value}{self._attributes}"
         if len(line) > self.max_cookie_size:
             raise SessionTooLarge(
@@ -130,7 +136,7 @@ class SessionOptions:
                 f"{self.max_cookie_size}-byte limit browsers keep; store less in the session "
                 "or use the store strategy"
             )
-        res.add_header("Set-Cookie", line)
+        return line
 
     @functools.cached_property
     def _attributes(self) -> str:
@@ -189,6 +195,27 @@ class Session(MutableMapping[str, Any]):
         self._regenerated = False
         self._touched = False
         self._previous: list[tuple[str, float | None]] = []  # identities to revoke
+
+    @classmethod
+    def loaded(cls, sid: str, data: dict[str, Any], raw: bytes, cookie_value: str) -> Session:
+        """An existing session as a store strategy loads it (`raw`: its stored JSON).
+
+        PERF: the same attributes as `__init__` sets, without calling a class: one of
+        these is built for every request that carries a session.
+        """
+        session = cls.__new__(cls)
+        session.id = sid
+        session.is_new = False
+        session._data = data
+        session._raw = raw
+        session.expires_at = None
+        session.cookie_value = cookie_value
+        session._dirty = False
+        session._destroyed = False
+        session._regenerated = False
+        session._touched = False
+        session._previous = []
+        return session
 
     # -- the mapping ----------------------------------------------------------------------
 
@@ -309,17 +336,23 @@ def middleware(secret: str, strategy: str = "store", **options: Any) -> Callable
     else:
         impl = JwtStrategy(opts, store, Session, new_id)
 
-    def sessions_middleware(req: Request, res: Response, next: Next) -> None:
-        session = impl.load(req)
-        req.locals["session"] = session
-        try:
-            next()
-        except Exception:
+    load = impl.load
+    persist = impl.persist
+
+    def sessions_load(req: Request, res: Response) -> bool:
+        req.locals["session"] = load(req)
+        return True
+
+    def sessions_persist(req: Request, res: Response, error: BaseException | None) -> None:
+        session = req.locals["session"]
+        if error is None:
+            persist(session, res)
+        elif isinstance(error, Exception):
+            # What the handler changed before failing is kept (SPEC §5.21); the handler's
+            # error, not a failure to save, is what the client hears about.
             try:
-                impl.persist(session, res)
+                persist(session, res)
             except Exception:
                 log.exception("could not save the session of a failed request")
-            raise
-        impl.persist(session, res)
 
-    return sessions_middleware
+    return hooked(sessions_load, sessions_persist, name="sessions_middleware")
