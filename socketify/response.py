@@ -40,7 +40,7 @@ from socketify.response_wire import buffered_bytes, head_bytes
 if TYPE_CHECKING:
     from socketify.request import Request
 
-__all__ = ["Response"]
+__all__ = ["HeaderLine", "Response", "header_line"]
 
 TEXT_PLAIN = "text/plain; charset=utf-8"
 TEXT_HTML = "text/html; charset=utf-8"
@@ -57,6 +57,22 @@ _CHECKED_NAMES_MAX = 1024
 # Headers that describe the old body; an error page must not inherit them.
 _ENTITY = frozenset({"content-disposition", "content-encoding", "content-range"})
 _HTML_START = (b"<!doctype", b"<html")
+
+# One header of a response: (lower-case name, name as given, value, `Name: value\r\n`).
+HeaderLine = tuple[str, str, str, str]
+
+
+def header_line(name: str, value: str) -> HeaderLine:
+    """A checked `HeaderLine` for `Response.put_line`/`add_line` (ValueError if invalid).
+
+    Content-Type, the framing headers, Date, Server and Connection are refused: the
+    Response keeps those apart (use `set_header`).
+    """
+    lower = _check_name(name)
+    value = check_header_value(value)
+    if lower == "content-type" or lower in _OURS:
+        raise ValueError(f"{name} cannot be a header line; use set_header")
+    return (lower, name, value, f"{name}: {value}\r\n")
 
 
 class Response:
@@ -83,7 +99,7 @@ class Response:
 
     def __init__(self, request: Request | None = None) -> None:
         self._status = 0
-        self._headers: list[tuple[str, str, str]] | None = None  # (lower, name, value)
+        self._headers: list[HeaderLine] | None = None  # (lower, name, value, wire line)
         self._content_type: str | None = None
         self._cookies: list[str] | None = None
         self._body = b""
@@ -122,16 +138,33 @@ class Response:
         elif lower in _OURS:
             self._special(lower, value)
         else:
-            headers = self._headers
-            if headers is None:
-                self._headers = [(lower, name, value)]
-            else:
-                for header in headers:
-                    if header[0] == lower:
-                        headers[:] = [h for h in headers if h[0] != lower]
-                        break
-                headers.append((lower, name, value))
+            self.put_line((lower, name, value, f"{name}: {value}\r\n"))
         return self
+
+    def put_line(self, line: HeaderLine) -> None:
+        """Set a header from a checked `HeaderLine`, replacing earlier values of its name.
+
+        PERF: for middleware that sets a header on every request: `header_line()` checks and
+        renders a constant header once; a value the caller knows is a valid field value
+        (digits, an id it generated) may be put in a line it builds itself.
+        """
+        headers = self._headers
+        if headers is None:
+            self._headers = [line]
+            return
+        lower = line[0]
+        for header in headers:
+            if header[0] == lower:
+                headers[:] = [h for h in headers if h[0] != lower]
+                break
+        headers.append(line)
+
+    def add_line(self, line: HeaderLine) -> None:
+        """Add a header from a checked `HeaderLine` as one more line (e.g. a Set-Cookie)."""
+        if self._headers is None:
+            self._headers = [line]
+        else:
+            self._headers.append(line)
 
     def add_header(self, name: str, value: str) -> Response:
         """Add one more value for header `name` (sent as its own line); chains."""
@@ -142,10 +175,8 @@ class Response:
             self._content_type = value
         elif lower in _OURS:
             self._special(lower, value)
-        elif self._headers is None:
-            self._headers = [(lower, name, value)]
         else:
-            self._headers.append((lower, name, value))
+            self.add_line((lower, name, value, f"{name}: {value}\r\n"))
         return self
 
     def _special(self, lower: str, value: str) -> bool:

@@ -110,8 +110,8 @@ def _own_lines(res: Response) -> str:
     # PERF: for the few lines an answer has, += beats building a list to join (half the time).
     extra = ""
     if res._headers:
-        for _, name, value in res._headers:
-            extra += f"{name}: {value}\r\n"
+        for header in res._headers:
+            extra += header[3]
     if res._cookies:
         for line in res._cookies:
             extra += f"Set-Cookie: {line}\r\n"

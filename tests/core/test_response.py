@@ -9,6 +9,7 @@ import pytest
 
 from socketify import Request, Response, Server
 from socketify.protocol.http11 import http_date
+from socketify.response import header_line
 
 DATE = re.compile(rb"Date: [A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT\r\n")
 
@@ -461,3 +462,32 @@ def test_sends_body_is_false_for_head_and_bodiless_statuses(make_request, tmp_pa
     for code in (101, 204, 304):
         assert not Response().status(code).sends_body
     assert Response().sends_body
+
+
+def test_header_lines_replace_add_and_serialize_like_set_header() -> None:
+    res = Response()
+    res.set_header("X-A", "old")
+    res.put_line(header_line("X-A", "new"))  # replaces, as set_header does
+    res.add_line(header_line("Set-Cookie", "a=1"))
+    res.add_line(header_line("Set-Cookie", "b=2"))  # one more line, as add_header does
+    res.send(b"x")
+    assert res.get_header("x-a") == "new"
+    assert res.headers.getall("set-cookie") == ["a=1", "b=2"]
+    wire = wire_without_date(res)
+    assert wire.count(b"X-A: new\r\n") == 1 and b"old" not in wire
+    assert b"Set-Cookie: a=1\r\nSet-Cookie: b=2\r\n" in wire
+    later = Response()
+    later.put_line(header_line("X-A", "1"))
+    later.set_header("x-a", "2")  # set_header replaces a line put earlier too
+    later.send(b"")
+    assert later.get_header("X-A") == "2" and b"X-A: 1" not in later.to_bytes(True)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("Bad Name", "v"), ("X-A", "a\r\nX-Injected: 1"), ("X-A", "nul\x00"), ("X-A", "\u20ac"),
+     ("Content-Type", "text/plain"), ("Content-Length", "3"), ("Connection", "close")],
+)  # fmt: skip
+def test_header_line_refuses_what_set_header_refuses_or_keeps_apart(name: str, value: str) -> None:
+    with pytest.raises(ValueError):
+        header_line(name, value)
