@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
+from socketify.response import HeaderLine, header_line
 from socketify.shared_store import SharedStore
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ class StoreStrategy:
         # ones that did not: a flood of forged cookies must not evict the real ones).
         self._verified: dict[str, str] = {}
         self._headers: dict[str, tuple[str, str]] = {}  # Cookie header -> (cookie, id)
-        self._lines: dict[str, str] = {}  # cookie value -> its Set-Cookie line
+        self._lines: dict[str, HeaderLine] = {}  # cookie value -> its Set-Cookie line
         self._ttl = float(options.ttl)
         self._cookie_name = options.cookie_name
         self._key_prefix = options.key_prefix
@@ -193,11 +194,11 @@ class StoreStrategy:
             # PERF: the line for a cookie value is built (and its size checked) once.
             line = self._lines.get(value)
             if line is None:
-                line = self.options.cookie_line(value)
+                line = header_line("Set-Cookie", self.options.cookie_line(value))
                 if len(self._lines) >= _VERIFIED_MAX:
                     self._lines.clear()
                 self._lines[value] = line
-            res.add_header("Set-Cookie", line)
+            res.add_line(line)
 
     def _revoke(self, session: Session, res: Response) -> None:
         """Delete the data of the ids the session had before, or of a destroyed session."""

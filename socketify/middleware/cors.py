@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from socketify.chain import Hooked, hooked
 from socketify.middleware.negotiation import add_vary
+from socketify.response import HeaderLine, header_line
 
 if TYPE_CHECKING:
     from socketify.request import Request
@@ -52,6 +53,15 @@ def middleware(
     headers = _joined(allow_headers)
     exposed = _joined(expose_headers)
     max_age = str(int(max_age_seconds)) if max_age_seconds > 0 else ""
+    # PERF: Allow-Origin lines by value, checked and rendered once ("*", the configured
+    # origins; reflected ones up to a bound, as they come from clients).
+    allow_lines: dict[str, HeaderLine] = {}
+
+    def _allow_line(value: str) -> HeaderLine:
+        line = header_line("Access-Control-Allow-Origin", value)
+        if len(allow_lines) < _ALLOW_LINES_KEPT:
+            allow_lines[value] = line
+        return line
 
     def cors_middleware(req: Request, res: Response) -> bool:
         origin = req.header("origin")
@@ -61,9 +71,9 @@ def middleware(
             return True
         allowed = decide(origin)
         if allowed is not None:
-            res.set_header("Access-Control-Allow-Origin", allowed)
+            res.put_line(allow_lines.get(allowed) or _allow_line(allowed))
             if allow_credentials:
-                res.set_header("Access-Control-Allow-Credentials", "true")
+                res.put_line(_CREDENTIALS)
         if varies:
             add_vary(res, "Origin")
         if req.method == "OPTIONS":
@@ -97,6 +107,10 @@ def middleware(
             res.set_header("Access-Control-Max-Age", max_age)
 
     return hooked(cors_middleware)
+
+
+_ALLOW_LINES_KEPT = 256
+_CREDENTIALS = header_line("Access-Control-Allow-Credentials", "true")
 
 
 def _joined(value: str | Iterable[str]) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from socketify.chain import Hooked, hooked
+from socketify.response import header_line
 
 if TYPE_CHECKING:
     from socketify.request import Request
@@ -35,9 +36,10 @@ def request_id(
     generate: Callable[[], str] | None = None,
 ) -> Hooked:
     """Middleware: reuse a well-formed incoming id (unless told not to) or make one."""
-    lower = header.lower()
+    lower = header_line(header, "-")[0]  # checks the name once (ValueError if invalid)
     make = generate or _random_id
     fullmatch = _WELL_FORMED.fullmatch
+    prefix = f"{header}: "
 
     def request_id_middleware(req: Request, res: Response) -> bool:
         rid = req.header(lower, _ABSENT) if trust_incoming else ""
@@ -47,7 +49,11 @@ def request_id(
         elif not rid or fullmatch(rid) is None:
             rid = make()
             req._set_field(lower, rid)
-        res.set_header(header, rid)
+        if generate is None or fullmatch(rid) is not None:
+            # PERF: a well-formed id (ours are hex) is a valid field value as it is.
+            res.put_line((lower, header, rid, prefix + rid + "\r\n"))
+        else:
+            res.set_header(header, rid)  # a custom generator's id gets the full checks
         return True
 
     return hooked(request_id_middleware)
