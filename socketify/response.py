@@ -29,12 +29,17 @@ import orjson
 from socketify.cookies import build_set_cookie, expired_cookie
 from socketify.headers import Headers, content_disposition
 from socketify.mime import guess_type
-from socketify.protocol.http11.serializer import (
-    LOWER_HEADER_NAMES,
-    check_header_name,
-    check_header_value,
-)
+from socketify.protocol.http11.serializer import check_header_value
 from socketify.protocol.http11.status import NO_BODY_STATUSES, reason
+from socketify.response_headers import (
+    CHECKED_NAMES,
+    FRAMING,
+    KEPT_APART,
+    REPLACED,
+    HeaderLine,
+    check_name,
+    header_line,
+)
 from socketify.response_wire import buffered_bytes, head_bytes
 
 if TYPE_CHECKING:
@@ -46,33 +51,9 @@ TEXT_PLAIN = "text/plain; charset=utf-8"
 TEXT_HTML = "text/html; charset=utf-8"
 APPLICATION_JSON = "application/json; charset=utf-8"
 
-_FRAMING = frozenset({"content-length", "transfer-encoding"})
-_REPLACED = frozenset({"date", "server", "connection"})
-_OURS = _FRAMING | _REPLACED  # what `_special` handles
-# PERF: header names are nearly always literals in the app's code, so each distinct name is
-# checked against the token grammar once, then found in this dict (bounded: a name made from
-# request data would be checked every time past the bound, never wrongly accepted).
-_CHECKED_NAMES: dict[str, str] = dict(LOWER_HEADER_NAMES)
-_CHECKED_NAMES_MAX = 1024
 # Headers that describe the old body; an error page must not inherit them.
 _ENTITY = frozenset({"content-disposition", "content-encoding", "content-range"})
 _HTML_START = (b"<!doctype", b"<html")
-
-# One header of a response: (lower-case name, name as given, value, `Name: value\r\n`).
-HeaderLine = tuple[str, str, str, str]
-
-
-def header_line(name: str, value: str) -> HeaderLine:
-    """A checked `HeaderLine` for `Response.put_line`/`add_line` (ValueError if invalid).
-
-    Content-Type, the framing headers, Date, Server and Connection are refused: the
-    Response keeps those apart (use `set_header`).
-    """
-    lower = _check_name(name)
-    value = check_header_value(value)
-    if lower == "content-type" or lower in _OURS:
-        raise ValueError(f"{name} cannot be a header line; use set_header")
-    return (lower, name, value, f"{name}: {value}\r\n")
 
 
 class Response:
@@ -130,12 +111,12 @@ class Response:
     def set_header(self, name: str, value: str) -> Response:
         """Set header `name` (case-insensitive), replacing earlier values; chains."""
         # PERF: a name checked once before and a printable-ASCII value need no further checks.
-        lower = _CHECKED_NAMES.get(name) or _check_name(name)
+        lower = CHECKED_NAMES.get(name) or check_name(name)
         if type(value) is not str or not (value.isascii() and value.isprintable()):
             value = check_header_value(value)
         if lower == "content-type":
             self._content_type = value
-        elif lower in _OURS:
+        elif lower in KEPT_APART:
             self._special(lower, value)
         else:
             self.put_line((lower, name, value, f"{name}: {value}\r\n"))
@@ -168,12 +149,12 @@ class Response:
 
     def add_header(self, name: str, value: str) -> Response:
         """Add one more value for header `name` (sent as its own line); chains."""
-        lower = _CHECKED_NAMES.get(name) or _check_name(name)
+        lower = CHECKED_NAMES.get(name) or check_name(name)
         if type(value) is not str or not (value.isascii() and value.isprintable()):
             value = check_header_value(value)
         if lower == "content-type":
             self._content_type = value
-        elif lower in _OURS:
+        elif lower in KEPT_APART:
             self._special(lower, value)
         else:
             self.add_line((lower, name, value, f"{name}: {value}\r\n"))
@@ -181,9 +162,9 @@ class Response:
 
     def _special(self, lower: str, value: str) -> bool:
         """Handle the headers we serialize ourselves; True if `lower` was one of them."""
-        if lower in _FRAMING:
+        if lower in FRAMING:
             return True  # framing is ours: a wrong value would desynchronise the client
-        if lower not in _REPLACED:
+        if lower not in REPLACED:
             return False
         if self._own is None:
             self._own = {}
@@ -197,7 +178,7 @@ class Response:
         lower = name.lower()
         if lower == "content-type":
             value = self._content_type
-        elif lower in _REPLACED:
+        elif lower in REPLACED:
             value = (self._own or {}).get(lower)
         else:
             found = [h[2] for h in self._headers or () if h[0] == lower]
@@ -209,7 +190,7 @@ class Response:
         lower = name.lower()
         if lower == "content-type":
             self._content_type = None
-        elif lower in _REPLACED:
+        elif lower in REPLACED:
             (self._own or {}).pop(lower, None)
             if lower == "connection":
                 self.close_connection = False
@@ -493,14 +474,6 @@ class Response:
 
     def __repr__(self) -> str:
         return f"<Response {self.status_code} {self.kind}{' ended' if self._ended else ''}>"
-
-
-def _check_name(name: str) -> str:
-    """`check_header_name`, remembering the names that passed."""
-    lower = check_header_name(name)
-    if len(_CHECKED_NAMES) < _CHECKED_NAMES_MAX:
-        _CHECKED_NAMES[name] = lower
-    return lower
 
 
 def _as_bytes(body: object) -> bytes:

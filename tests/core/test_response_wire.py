@@ -115,14 +115,19 @@ def test_values_that_would_split_the_head_are_refused_on_the_fast_path(bad: str)
 
 
 def test_remembered_names_are_bounded_and_invalid_names_never_pass(monkeypatch) -> None:
-    from socketify import response as response_module
+    from socketify import response_headers
 
-    monkeypatch.setattr(response_module, "_CHECKED_NAMES", {})
-    monkeypatch.setattr(response_module, "_CHECKED_NAMES_MAX", 4)
-    res = Response()
-    for i in range(10):
-        res.set_header(f"X-Name-{i}", "v")
-    assert len(response_module._CHECKED_NAMES) == 4
+    remembered = dict(response_headers.CHECKED_NAMES)
+    response_headers.CHECKED_NAMES.clear()  # the same dict Response reads
+    monkeypatch.setattr(response_headers, "CHECKED_NAMES_MAX", 4)
+    try:
+        res = Response()
+        for i in range(10):
+            res.set_header(f"X-Name-{i}", "v")
+        assert len(response_headers.CHECKED_NAMES) == 4
+    finally:
+        response_headers.CHECKED_NAMES.clear()
+        response_headers.CHECKED_NAMES.update(remembered)
     assert res.get_header("x-name-9") == "v"
     for bad in ("Bad Name", "X:Y", "X\r\nY", ""):
         with pytest.raises(ValueError, match="invalid header name"):
