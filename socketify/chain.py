@@ -136,7 +136,10 @@ def run_flat(plan: Plan, req: Request, res: Response) -> bool:
             except BaseException as exc:
                 error = exc
     if error is not None:
-        raise error
+        try:
+            raise error
+        finally:
+            error = None  # the traceback holds this frame: no cycle left for the gc
     return reached
 
 
