@@ -52,8 +52,6 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 
 _INFO, _WARNING, _ERROR = logging.INFO, logging.WARNING, logging.ERROR
 
-Next = Callable[[], None]
-
 
 def middleware(
     format: str = "dev",
@@ -126,7 +124,8 @@ def _dev(
     path = req.path
     if not path.isprintable() or '"' in path:
         path = path.translate(_ESCAPES)
-    line = f"{ip or '-'} {req.method} {path} {_STATUSES[status]} {took} {size}"
+    code = _STATUSES[status] if 0 <= status < 1000 else str(status)  # an odd HTTPError's
+    line = f"{ip or '-'} {req.method} {path} {code} {took} {size}"
     if log.isEnabledFor(logging.DEBUG):
         rid = req.header("x-request-id")
         ua = req.header("user-agent")

@@ -31,7 +31,6 @@ __all__ = ["DEFAULT_METHODS", "middleware"]
 
 DEFAULT_METHODS = "GET,POST,PUT,PATCH,DELETE,OPTIONS,HEAD"
 
-Next = Callable[[], None]
 OriginRule = str | Iterable[str] | Callable[[str], bool]
 
 

@@ -253,3 +253,16 @@ def test_lines_go_straight_to_one_write_handlers_respecting_their_level() -> Non
     lines = everything.getvalue().splitlines()
     assert len(lines) == 2 and " 200 " in lines[0] and " 500 " in lines[1]
     assert errors_only.getvalue().splitlines() == lines[1:]
+
+
+def test_an_http_error_with_an_odd_status_is_logged_as_raised(caplog) -> None:
+    server = Server()
+    server.use(logging.middleware())
+
+    @server.get("/odd")
+    def odd(req, res):  # type: ignore[no-untyped-def]
+        raise HTTPError(1000, "odd")
+
+    with caplog.at_level("INFO", logger="socketify.access"):
+        TestClient(server).get("/odd")
+    assert any(" /odd 1000 " in record.getMessage() for record in caplog.records)
