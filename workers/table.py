@@ -110,11 +110,22 @@ _GROUP_HEAD = 16 + 8 * GROUP_SLOTS  # seq, spilled, tags
 _GROUP = _GROUP_HEAD + GROUP_SLOTS * _SLOT
 _WORDS_PER_GROUP = _GROUP // 8
 _LAST = GROUP_SLOTS - 1
+
 _TOMB = 2  # a removed key's tag (live tags are odd, free ones 0)
 _TAG_MASK = (1 << 64) - 1
 
 # One entry as read from a slot: (slot number in its group, kind, expires, value).
 Entry = tuple[int, int, float, bytes]
+
+
+def _group_at(home: int) -> int:
+    """The byte offset of the group that home slot ``home`` belongs to.
+
+    A group starts with its sequence word, its spill flag, then one tag word per slot.
+    """
+    return _HEADER + (home // GROUP_SLOTS) * _GROUP
+
+
 # What a caller may cache about a key (``place``): the key, its home slot, its tag, its
 # group's mutex, the word indexes of the group's sequence word (the ``spilled`` word follows
 # it), of the home slot's tag and of its control word, and the byte offset of the home slot's
@@ -162,7 +173,7 @@ class SharedTable:
         """Where ``key`` goes, computed once for a caller to keep (see ``Place``)."""
         code = hash(key) & _TAG_MASK
         home = code & self._home_mask
-        group_at = _HEADER + (home // GROUP_SLOTS) * _GROUP
+        group_at = _group_at(home)
         first = home & _LAST
         slot = group_at + _GROUP_HEAD + first * _SLOT
         return (
@@ -257,7 +268,7 @@ class SharedTable:
     def find(self, home: int, tag: int, key: bytes) -> Entry | None:
         """The entry of ``key`` (expired or not), or None (with the lock, or from ``read``)."""
         words = self.words
-        group_at = _HEADER + (home // GROUP_SLOTS) * _GROUP
+        group_at = _group_at(home)
         tags = (group_at >> 3) + 2
         first = home & _LAST
         for step in range(GROUP_SLOTS):
@@ -279,7 +290,7 @@ class SharedTable:
     def index_of(self, home: int, tag: int, key: bytes) -> int:
         """The slot number of ``key`` in its group, or -1 (with the lock)."""
         words = self.words
-        group_at = _HEADER + (home // GROUP_SLOTS) * _GROUP
+        group_at = _group_at(home)
         tags = (group_at >> 3) + 2
         first = home & _LAST
         mem = self.mem
@@ -337,7 +348,7 @@ class SharedTable:
     ) -> None:
         """Store an entry in slot ``index`` of ``home``'s group (the key's, or ``free_slot``)."""
         words = self.words
-        group_at = _HEADER + (home // GROUP_SLOTS) * _GROUP
+        group_at = _group_at(home)
         seq_at = group_at >> 3
         entry = _HALF_HEAD.pack(expires, kind, len(key), len(value)) + key + value
         words[seq_at] += 1  # odd: readers of this group read again
@@ -355,7 +366,7 @@ class SharedTable:
 
     def remove(self, home: int, index: int) -> None:
         """Free slot ``index`` of ``home``'s group (a tombstone keeps later probes going)."""
-        self.words[((_HEADER + (home // GROUP_SLOTS) * _GROUP) >> 3) + 2 + index] = _TOMB
+        self.words[(_group_at(home) >> 3) + 2 + index] = _TOMB
 
     def free_slot(self, home: int, now: float) -> int:
         """The first slot from ``home`` that is free, removed or expired; -1 if none.
@@ -363,7 +374,7 @@ class SharedTable:
         Call it only after ``find`` did not find the key.
         """
         words = self.words
-        group_at = _HEADER + (home // GROUP_SLOTS) * _GROUP
+        group_at = _group_at(home)
         tags = (group_at >> 3) + 2
         first = home & _LAST
         for step in range(GROUP_SLOTS):
@@ -401,11 +412,11 @@ class SharedTable:
 
     def spilled(self, home: int) -> bool:
         """Whether keys of ``home``'s group may live in the master's store."""
-        return bool(self.words[((_HEADER + (home // GROUP_SLOTS) * _GROUP) >> 3) + 1])
+        return bool(self.words[(_group_at(home) >> 3) + 1])
 
     def mark_spilled(self, home: int) -> None:
         """Note that a key of ``home``'s group went to the master's store (for good)."""
-        self.words[((_HEADER + (home // GROUP_SLOTS) * _GROUP) >> 3) + 1] = 1
+        self.words[(_group_at(home) >> 3) + 1] = 1
         self.words[0] = 1
 
     @property
