@@ -50,6 +50,7 @@ _ALLOW_ORDER = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD", "CON
 _METHOD = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 MALFORMED_PATH = "Malformed percent-encoding in path"
+MATCHES_KEPT = 2048  # parametrised paths whose match the router remembers (see Router)
 
 
 def split_path(raw_path: str) -> list[str]:
@@ -342,7 +343,7 @@ def _shape(segments: list[tuple[str, str]]) -> list[str]:
 class Router:
     """The route table; mutable until `freeze()`, then read-only and fast."""
 
-    __slots__ = ("_frozen", "_groups", "_root", "_routes", "static_paths")
+    __slots__ = ("_frozen", "_groups", "_matches", "_root", "_routes", "static_paths")
 
     def __init__(self) -> None:
         self._routes: list[Route] = []
@@ -351,6 +352,10 @@ class Router:
         # Filled by freeze(): raw path -> method table (see _method_table) of each static
         # pattern. Read-only for callers; Server's dispatch looks here before calling find().
         self.static_paths: dict[str, dict[str, Route]] = {}
+        # PERF: (method, raw path) -> (route, params) of parametrised paths found in the trie
+        # (`/users/1` asked again and again), so a repeat costs a lookup and a dict copy.
+        # Bounded: emptied when full, so paths a client invents cost memory only up to this.
+        self._matches: dict[tuple[str, str], tuple[Route, dict[str, str]]] = {}
         self._frozen = False
 
     @property
@@ -454,14 +459,22 @@ class Router:
             route = table.get(method) or table.get(ANY)
             if route is not None:
                 return route, None, None
+        key = (method, raw_path)
+        matched = self._matches.get(key)
+        if matched is not None:
+            return matched[0], dict(matched[1]), None  # a copy: handlers may change params
         segments = split_path(raw_path)
         route = _search(self._root, segments, 0, method)
         if route is not None:
-            return (
-                route,
-                (route.extract(segments) if route.params or route.wildcard else None),
-                None,
-            )
+            if not (route.params or route.wildcard):
+                return route, None, None
+            params = route.extract(segments)
+            if self._frozen:
+                if len(self._matches) >= MATCHES_KEPT:
+                    self._matches.clear()
+                self._matches[key] = (route, params)
+                params = dict(params)
+            return route, params, None
         # The slow part runs only for 404/405/OPTIONS: which methods would this path take?
         allowed = tuple(dict.fromkeys(r.method for r in _walk(self._root, segments, 0)))
         return None, None, (allowed or None)

@@ -412,12 +412,42 @@ def test_find_matches_reference(routes, path, method) -> None:
         for m, segs in routes
     ]
     router.freeze()
-    route, _params, allowed = router.find(method, "/" + "/".join(path))
+    route, params, allowed = router.find(method, "/" + "/".join(path))
     expected, methods = reference(routes, path, method)
     assert route is (made[expected] if expected is not None else None)
+    # Asked again, the remembered match is the same route with equal params.
+    assert router.find(method, "/" + "/".join(path)) == (route, params, allowed)
     if route is None:
         expected_allowed = {"*" if m == "ANY" else m for m in methods}
         assert set(allowed or ()) == expected_allowed
+
+
+def test_remembered_match_gives_each_request_its_own_params(call) -> None:
+    server = Server()
+
+    @server.get("/users/:id")
+    def user(req: Request, res: Response) -> None:
+        seen = dict(req.params)
+        req.params["id"] = "changed by the handler"
+        res.json(seen)
+
+    for _ in range(3):
+        assert answer(call(server, "GET", "/users/7")) == {"id": "7"}
+    assert answer(call(server, "GET", "/users/%41")) == {"id": "A"}
+    assert call(server, "POST", "/users/7").status_code == 405
+
+
+def test_remembered_matches_are_bounded(monkeypatch) -> None:
+    import socketify.routing
+
+    monkeypatch.setattr(socketify.routing, "MATCHES_KEPT", 4)
+    router = Router()
+    route = router.add("GET", "/files/*rest", named("f"))
+    router.freeze()
+    for n in range(50):
+        assert router.find("GET", f"/files/a/{n}") == (route, {"rest": f"a/{n}"}, None)
+        assert len(router._matches) <= 4
+    assert router.find("GET", "/files/a/49") == (route, {"rest": "a/49"}, None)
 
 
 def test_options_asterisk_lists_every_method_the_server_answers(call) -> None:
