@@ -186,7 +186,8 @@ class StoreStrategy:
             self._revoke(session, res)
             if session._destroyed:
                 return
-        if session.wants_saving(self.options):
+        # PERF: a loaded session that was changed is saved (the usual case), asked directly.
+        if (session._dirty and not session.is_new) or session.wants_saving(self.options):
             self._store.set(self._key_prefix + session.id, session.encode(), self._ttl)
             value = session.cookie_value
             if value is None or not value.startswith(session.id):

@@ -339,12 +339,18 @@ def middleware(secret: str, strategy: str = "store", **options: Any) -> Callable
     load = impl.load
     persist = impl.persist
 
+    # PERF: the hooks use the request's locals slot directly (no property call); they run
+    # for every request of every route that has sessions.
     def sessions_load(req: Request, res: Response) -> bool:
-        req.locals["session"] = load(req)
+        session = load(req)
+        if req._locals is None:
+            req._locals = {"session": session}
+        else:
+            req._locals["session"] = session
         return True
 
     def sessions_persist(req: Request, res: Response, error: BaseException | None) -> None:
-        session = req.locals["session"]
+        session = req._locals["session"]  # type: ignore[index]  # set by sessions_load
         if error is None:
             persist(session, res)
         elif isinstance(error, Exception):
