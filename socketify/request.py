@@ -184,11 +184,24 @@ class Request:
         if self._headers is not None:
             value = self._headers.get(name)
             return default if value is None else value
-        # PERF: a couple of lookups by scanning the parser's list beat building a dict; the
-        # head's split list is read from its slot once split (no property call).
+        fields = self._fields
+        if fields is None:
+            # PERF: the head's own map (shared by identical heads); callers mostly pass the
+            # lower-case name, so the usual lookup is a single dict get.
+            head = self.head
+            by_name = head._by_name
+            if by_name is None:
+                by_name = head.by_name()
+            value = by_name.get(name)
+            if value is None:
+                lower = name.lower()
+                if lower != name:
+                    value = by_name.get(lower)
+            return default if value is None else value
+        # Headers changed for this request only (`_set_field`): scan its own list.
         key = name.lower()
         found: str | None = None
-        for hname, hvalue in self._fields or self.head._headers or self.head.headers:
+        for hname, hvalue in fields:
             if hname == key:
                 found = hvalue if found is None else f"{found}, {hvalue}"
         return default if found is None else found

@@ -198,4 +198,8 @@ def test_a_field_set_on_a_shared_head_stays_on_its_request() -> None:
     second = Request(parser.next_event(), b"", "10.0.0.1")
     assert second.head is head
     assert second.header("x-a") == "1" and second.header("x-new") == ""
+    assert first.header("X-A") == "changed" and first.header("x-new") == "v"
+    # The head's shared name map is built once and never sees per-request changes.
+    assert head._by_name == {"host": "h", "x-a": "1"}
+    assert head.by_name() is head._by_name
     assert first.header("x-a") == "changed"

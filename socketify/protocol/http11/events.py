@@ -44,6 +44,7 @@ class RequestHead:
     """
 
     __slots__ = (
+        "_by_name",
         "_headers",
         "_raw_headers",
         "chunked",
@@ -78,6 +79,7 @@ class RequestHead:
         self.version = version  # "HTTP/1.1" or "HTTP/1.0"
         self._headers = headers
         self._raw_headers = raw_headers  # validated header lines joined by CRLF
+        self._by_name: dict[str, str] | None = None  # see by_name()
         self.content_length = content_length
         self.chunked = chunked
         self.keep_alive = keep_alive
@@ -93,6 +95,21 @@ class RequestHead:
             headers = [(name.lower(), value.strip(" \t")) for name, _, value in fields]
             self._headers = headers
         return headers
+
+    def by_name(self) -> dict[str, str]:
+        """{lower-case name: value, repeats joined with ", "}, built on first use; shared.
+
+        PERF: the head is shared by every request whose head is identical (a keep-alive
+        client repeats its headers), so header lookups of those requests are one dict get.
+        """
+        by_name = self._by_name
+        if by_name is None:
+            by_name = {}
+            for name, value in self.headers:
+                seen = by_name.get(name)
+                by_name[name] = value if seen is None else f"{seen}, {value}"
+            self._by_name = by_name
+        return by_name
 
     @property
     def has_body(self) -> bool:
