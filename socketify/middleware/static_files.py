@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from socketify.middleware.conditional import (
@@ -141,6 +141,7 @@ def spa(
     root: str | os.PathLike[str],
     index: str = "index.html",
     mount: str = "/",
+    exclude: Iterable[str] = (),
     **options: Any,
 ) -> Middleware:
     """Static files plus history-API fallback: unanswered page navigations get `index`.
@@ -148,7 +149,12 @@ def spa(
     A navigation is a GET or HEAD that accepts text/html and whose last path segment has no
     extension (`/app/settings`, not `/app/logo.png` or an API call made with fetch()). Routes
     still win: the index is only served when the request would otherwise end in 404.
+    `exclude` lists path prefixes (whole segments: `/api` covers `/api/x`, not `/apis`) whose
+    404s stay 404s even for a browser's navigation, e.g. an API opened in a tab.
     """
+    excluded = [
+        split_path(prefix) for prefix in ([exclude] if isinstance(exclude, str) else exclude)
+    ]
     options.setdefault("index_names", (index,))
     static = serve(root, mount, fallthrough=True, **options)
     opts = _Options(os.fspath(root), mount, fallthrough=True, auto_index=True,
@@ -166,7 +172,11 @@ def spa(
             nonlocal missed
             missed = True
             next()
-            if res.status_code == 404 and _is_navigation(req, opts.mount):
+            if (
+                res.status_code == 404
+                and _is_navigation(req, opts.mount)
+                and not any(split_path(req.raw_path)[: len(p)] == p for p in excluded)
+            ):
                 res.reset_for_error()
                 # The index names every asset of the build: always revalidate it.
                 res.set_header("Cache-Control", "no-cache")

@@ -408,6 +408,24 @@ def test_spa_serves_index_for_unrouted_navigations_only(static_root: Path) -> No
     assert client.get("/api/users/7").json() == {"error": "no such user"}
 
 
+def test_spa_leaves_excluded_prefixes_to_their_404(static_root: Path) -> None:
+    server = Server()
+    server.use(static_files.spa(static_root, exclude=["/api", "/admin/raw"]))
+
+    @server.get("/api/users/:id")
+    def user(req, res):  # type: ignore[no-untyped-def]
+        res.status(404).json({"error": "no such user"})
+
+    client = TestClient(server)
+    html = {"Accept": "text/html"}
+    assert client.get("/api/users/7", headers=html).json() == {"error": "no such user"}
+    assert client.get("/api/nothing", headers=html).status == 404
+    assert client.get("/admin/raw/x", headers=html).status == 404
+    # Whole segments only: these are still the app's pages.
+    for path in ("/apis", "/admin/rawer", "/admin"):
+        assert client.get(path, headers=html).body == STATIC_FILES["index.html"], path
+
+
 def test_spa_index_is_revalidated_however_it_is_reached(static_root: Path) -> None:
     server = Server()
     server.use(static_files.spa(static_root, cache_max_age=3600))
