@@ -101,8 +101,15 @@ class Compressor:
         kind = res.kind
         if kind == "file" or kind == "upgrade":
             return
-        if kind == "stream" and not self._options.streams:
-            return
+        if kind == "stream":
+            if not self._options.streams:
+                return
+        else:
+            body = res.body
+            if len(body) < self._options.min_size or not body:
+                # Never compressed at this size, so it does not vary with Accept-Encoding
+                # either (no Vary, as nginx); PERF: checked before any header lookup.
+                return
         status = res.status_code
         if status < 200 or status in (204, 206, 304):
             return
@@ -121,9 +128,6 @@ class Compressor:
             assert source is not None
             res.stream_iter = _compressed_stream(source, coding, self._options.level)
         else:
-            body = res.body
-            if len(body) < self._options.min_size or not body:
-                return
             packed = zlib.compress(body, self._options.level, wbits=_WBITS[coding])
             if len(packed) >= len(body):
                 return
