@@ -73,7 +73,7 @@ def form_app(limits: BodyLimits | None = None) -> TestClient:
     return TestClient(server)
 
 
-def post_multipart(client: TestClient, body: bytes, ctype: str = MULTIPART):  # type: ignore[no-untyped-def]
+def post_multipart(client: TestClient, body: bytes, ctype: str = MULTIPART):
     return client.post("/form", data=body, headers={"Content-Type": ctype})
 
 

@@ -20,65 +20,65 @@ def app(compression: object = True) -> TestClient:
     server = Server(compression=compression)
 
     @server.get("/text")
-    def text(req, res):  # type: ignore[no-untyped-def]
+    def text(req, res):
         res.send(TEXT)
 
     @server.get("/json")
-    def json(req, res):  # type: ignore[no-untyped-def]
+    def json(req, res):
         res.json({"items": list(range(200))})
 
     @server.get("/small")
-    def small(req, res):  # type: ignore[no-untyped-def]
+    def small(req, res):
         res.send("tiny")
 
     @server.get("/png")
-    def png(req, res):  # type: ignore[no-untyped-def]
+    def png(req, res):
         res.send(b"\x89PNG" + b"\x00" * 1000, "image/png")
 
     @server.get("/svg")
-    def svg(req, res):  # type: ignore[no-untyped-def]
+    def svg(req, res):
         res.send("<svg>" + " " * 1000 + "</svg>", "image/svg+xml")
 
     @server.get("/random")
-    def random(req, res):  # type: ignore[no-untyped-def]
+    def random(req, res):
         res.send(random_module.Random(1).randbytes(600), "text/plain")
 
     @server.get("/encoded")
-    def encoded(req, res):  # type: ignore[no-untyped-def]
+    def encoded(req, res):
         res.set_header("Content-Encoding", "gzip")
         res.send(gzip.compress(TEXT.encode()), "text/plain")
 
     @server.get("/stream")
-    def stream(req, res):  # type: ignore[no-untyped-def]
+    def stream(req, res):
         res.set_header("Content-Type", "text/plain")
         res.stream(f"line {i}\n" * 20 for i in range(10))
 
     @server.get("/events")
-    def events(req, res):  # type: ignore[no-untyped-def]
+    def events(req, res):
         res.set_header("Content-Type", "text/event-stream")
         res.stream(iter(["data: x\n\n" * 50]))
 
     @server.get("/partial")
-    def partial(req, res):  # type: ignore[no-untyped-def]
+    def partial(req, res):
         res.status(206).set_header("Content-Range", "bytes 0-999/5000")
         res.send(TEXT[:1000])
 
     @server.get("/no-transform")
-    def no_transform(req, res):  # type: ignore[no-untyped-def]
+    def no_transform(req, res):
         res.set_header("Cache-Control", "no-transform")
         res.send(TEXT)
 
     @server.get("/tagged")
-    def tagged(req, res):  # type: ignore[no-untyped-def]
+    def tagged(req, res):
         res.set_header("ETag", '"v1"')
         res.send(TEXT)
 
     @server.get("/file")
-    def file(req, res):  # type: ignore[no-untyped-def]
+    def file(req, res):
         res.send_file(Path(__file__))
 
     @server.get("/vary")
-    def vary(req, res):  # type: ignore[no-untyped-def]
+    def vary(req, res):
         res.set_header("Vary", "Origin")
         res.send(TEXT)
 
@@ -203,7 +203,7 @@ def test_error_pages_may_be_compressed_too() -> None:
     server = Server()
 
     @server.get("/big-error")
-    def big_error(req, res):  # type: ignore[no-untyped-def]
+    def big_error(req, res):
         res.status(500).send(TEXT)
 
     r = TestClient(server).get("/big-error", headers={"Accept-Encoding": "gzip"})

@@ -28,7 +28,7 @@ def app(*middleware: object, trust_proxy: bool = False) -> TestClient:
         server.use(mw)  # type: ignore[arg-type]
 
     @server.get("/")
-    def index(req, res):  # type: ignore[no-untyped-def]
+    def index(req, res):
         res.send("ok")
 
     return TestClient(server)
@@ -226,7 +226,7 @@ def test_full_buckets_and_expired_keys_are_swept() -> None:
 # -- proxy trust ----------------------------------------------------------------------------
 
 
-def req_from(peer: str, **headers: str):  # type: ignore[no-untyped-def]
+def req_from(peer: str, **headers: str):
     return build_request(headers=list(headers.items()), remote_addr=peer)
 
 

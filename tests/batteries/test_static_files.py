@@ -57,7 +57,7 @@ def test_head_sends_headers_only(client: TestClient) -> None:
 def test_static_content_type_overrides_an_earlier_one(
     static_root: Path, make_client: MakeClient
 ) -> None:
-    def typed(req, res, next):  # type: ignore[no-untyped-def]
+    def typed(req, res, next):
         res.set_header("Content-Type", "application/x-wrong")
         next()
 
@@ -392,7 +392,7 @@ def test_spa_serves_index_for_unrouted_navigations_only(static_root: Path) -> No
     server.use(static_files.spa(static_root))
 
     @server.get("/api/users/:id")
-    def user(req, res):  # type: ignore[no-untyped-def]
+    def user(req, res):
         res.status(404).json({"error": "no such user"})
 
     client = TestClient(server)
@@ -413,7 +413,7 @@ def test_spa_leaves_excluded_prefixes_to_their_404(static_root: Path) -> None:
     server.use(static_files.spa(static_root, exclude=["/api", "/admin/raw"]))
 
     @server.get("/api/users/:id")
-    def user(req, res):  # type: ignore[no-untyped-def]
+    def user(req, res):
         res.status(404).json({"error": "no such user"})
 
     client = TestClient(server)
@@ -431,7 +431,7 @@ def test_spa_index_is_revalidated_however_it_is_reached(static_root: Path) -> No
     server.use(static_files.spa(static_root, cache_max_age=3600))
 
     @server.get("/robots.txt")
-    def robots(req, res):  # type: ignore[no-untyped-def]
+    def robots(req, res):
         res.set_header("Cache-Control", "public, max-age=60").send("User-agent: *\n")
 
     client = TestClient(server)
