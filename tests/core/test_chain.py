@@ -112,7 +112,40 @@ SCENARIOS = {
         _fails,
         "/x",
     ),
+    # Hooks with no after between hooks with one, and the chain stopped at each place.
+    **{
+        f"before-only hooks, stops at {where}": (
+            lambda log, where=where: [
+                _recorder(log, "a"),
+                _before_only(log, "b"),
+                _recorder(log, "c", stop=where == "c", end=where == "c"),
+                _before_only(log, "d", stop=where == "d"),
+                _recorder(log, "e"),
+            ],
+            _fails if where == "handler" else _ok,
+            "/x",
+        )
+        for where in ("c", "d", "handler")
+    },
 }
+
+
+def _before_only(log: list[str], name: str, *, stop: bool = False) -> Hooked:
+    def before(req: Request, res: Response) -> bool:
+        log.append(f"{name}>")
+        return not stop
+
+    return hooked(before, name=name)
+
+
+def test_only_the_after_hooks_of_hooks_that_went_on_run_innermost_first() -> None:
+    build, handler, path = SCENARIOS["before-only hooks, stops at d"]
+    log, _status, _text = _run(build, handler, path)
+    assert log == ["a>", "b>", "c>", "d>", "<c:ok", "<a:ok"]
+    build, handler, path = SCENARIOS["before-only hooks, stops at handler"]
+    log, status, _text = _run(build, handler, path)
+    assert log == ["a>", "b>", "c>", "d>", "e>", "<e:HTTPError", "<c:HTTPError", "<a:HTTPError"]
+    assert status == 418
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
