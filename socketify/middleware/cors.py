@@ -62,19 +62,26 @@ def middleware(
             allow_lines[value] = line
         return line
 
+    # PERF: `*` without credentials answers every origin alike: one line, no decision.
+    fixed = _allow_line("*") if decide is _any_origin else None
+
     def cors_middleware(req: Request, res: Response) -> bool:
         origin = req.header("origin")
         if not origin:
             if varies:
                 add_vary(res, "Origin")
             return True
-        allowed = decide(origin)
-        if allowed is not None:
-            res.put_line(allow_lines.get(allowed) or _allow_line(allowed))
-            if allow_credentials:
-                res.put_line(_CREDENTIALS)
-        if varies:
-            add_vary(res, "Origin")
+        if fixed is not None:
+            res.put_line(fixed)
+            allowed: str | None = "*"
+        else:
+            allowed = decide(origin)
+            if allowed is not None:
+                res.put_line(allow_lines.get(allowed) or _allow_line(allowed))
+                if allow_credentials:
+                    res.put_line(_CREDENTIALS)
+            if varies:
+                add_vary(res, "Origin")
         if req.method == "OPTIONS":
             requested_method = req.header("access-control-request-method")
             if requested_method:
@@ -112,6 +119,10 @@ _ALLOW_LINES_KEPT = 256
 _CREDENTIALS = header_line("Access-Control-Allow-Credentials", "true")
 
 
+def _any_origin(origin: str) -> str | None:
+    return "*"
+
+
 def _joined(value: str | Iterable[str]) -> str:
     if isinstance(value, str):
         return ",".join(part.strip() for part in value.split(",") if part.strip())
@@ -137,7 +148,7 @@ def _origin_rule(
             # SPEC: `*` with credentials is refused — browsers reject it, and reflecting any
             # origin with cookies would hand every site the user's session.
             return (lambda origin: None), False
-        return (lambda origin: "*"), False
+        return _any_origin, False
     exact = {origin.lower(): origin for origin in configured}
 
     def by_list(origin: str) -> str | None:

@@ -71,6 +71,21 @@ def test_incoming_id_can_be_ignored_and_header_renamed() -> None:
     assert r.headers["X-Trace"] == "fixed"
 
 
+def test_a_custom_generator_id_is_checked_as_any_header_value() -> None:
+    spaced = app(request_id(generate=lambda: "id with spaces")).get("/rid")
+    assert spaced.headers["X-Request-Id"] == "id with spaces"
+    assert spaced.json() == {"header": "id with spaces"}
+    broken = app(request_id(generate=lambda: "forged\r\nSet-Cookie: x=1")).get("/rid")
+    assert broken.status == 500 and "Set-Cookie" not in broken.headers
+
+
+def test_a_custom_generator_still_reuses_a_well_formed_incoming_id() -> None:
+    r = app(request_id(generate=lambda: "mine")).get("/rid", headers={"X-Request-Id": "theirs"})
+    assert r.headers["X-Request-Id"] == "theirs" and r.json() == {"header": "theirs"}
+    fresh = app(request_id(generate=lambda: "mine")).get("/rid", headers={"X-Request-Id": "a b"})
+    assert fresh.headers["X-Request-Id"] == "mine" and fresh.json() == {"header": "mine"}
+
+
 # -- CORS -----------------------------------------------------------------------------------
 
 ORIGIN = "https://app.example"
