@@ -50,7 +50,7 @@ _ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))} | {
 }
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
-_INFO, _WARNING, _ERROR = logging.INFO, logging.WARNING, logging.ERROR
+_DEBUG, _INFO, _WARNING, _ERROR = logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR
 
 
 def middleware(
@@ -67,9 +67,9 @@ def middleware(
     resolve: Callable[[Request], str] | None = (
         None if trust_proxy is False else client_ip_resolver(trust_proxy)
     )
-    render = {"dev": _dev, "common": _common, "json": _json}[format]
+    render = {"dev": None, "common": _common, "json": _json}[format]  # None: dev, inline
     clock = time.perf_counter
-    enabled = log.isEnabledFor  # logging caches the answer per level until levels change
+    enabled, cached = _level_checks(log)
 
     def access_log_started(req: Request, res: Response) -> bool:
         if not req.timer:  # an outer access log already started the clock
@@ -80,59 +80,91 @@ def middleware(
         if error is None:
             # Not ended after the chain: the server answers 404 (a global middleware stopped
             # before routing); dispatch itself always ends the response.
-            status = (res._status or 200) if res._ended else 404
-        elif isinstance(error, HTTPError):
-            status = error.status
-        elif isinstance(error, Exception):
-            status = 500
+            sent_as_is = res._ended  # the response goes out as it is: its body size is known
+            status = (res._status or 200) if sent_as_is else 404
         else:
-            status = 503  # a request_timeout thrown into the handler; answered 503
+            if isinstance(error, HTTPError):
+                status = error.status
+            elif isinstance(error, Exception):
+                status = 500
+            else:
+                status = 503  # a request_timeout thrown into the handler; answered 503
+            sent_as_is = res._ended and status == (res._status or 200)
         level = _INFO if status < 400 else _WARNING if status < 500 else _ERROR
-        if enabled(level):
-            sent = _body_bytes(res) if res._ended and status == (res._status or 200) else None
-            elapsed = (clock() - req.timer) * 1000.0
-            ip = req.remote_ip if resolve is None else resolve(req)
+        # PERF: what log.isEnabledFor(level) answers, from logging's own cache when it has it.
+        on = cached(level)
+        if log.disabled or not (on or (on is None and enabled(level))):
+            return
+        # Bytes: the body before compression; None (`-`) when unknown (streams, errors).
+        # PERF: inline and on the slots, not the properties: this runs for every request.
+        sent: int | None = None
+        if sent_as_is:
+            if res._head_only or status in NO_BODY_STATUSES or res.upgrade is not None:
+                sent = 0
+            elif res.stream_iter is None:
+                if res.file_path is not None:
+                    sent = res.file_length
+                else:
+                    chunks = res._chunks
+                    sent = len(res._body) + (sum(map(len, chunks)) if chunks else 0)
+        elapsed = (clock() - req.timer) * 1000.0
+        if resolve is not None:
+            ip = resolve(req)
+        else:
+            # PERF: what req.remote_ip answers when proxies are not trusted, without the call.
+            ip = req.remote_ip if req.trust_proxy else req.remote_addr
+        if render is not None:
             send(level, render(req, ip, status, elapsed, sent, log))
+            return
+        line = _dev(req, ip, status, elapsed, sent)
+        debug = cached(_DEBUG)
+        if debug or (debug is None and enabled(_DEBUG)):
+            line += _dev_details(req)
+        send(level, line)
 
     return hooked(access_log_started, access_log_middleware, name="access_log_middleware")
 
 
-def _body_bytes(res: Response) -> int | None:
-    # PERF: the slots, not the properties: this runs for every logged request.
-    if res._head_only or res._status in NO_BODY_STATUSES or res.upgrade is not None:
-        return 0
-    if res.stream_iter is not None:
-        return None
-    if res.file_path is not None:
-        return res.file_length
-    chunks = res._chunks
-    return len(res._body) + (sum(map(len, chunks)) if chunks else 0)
+def _level_checks(log: logging.Logger) -> tuple[Callable[[int], bool], Callable[[int], Any]]:
+    """(log.isEnabledFor, a dict lookup of its cached answers: None when not cached).
+
+    PERF: `Logger.isEnabledFor` is a Python call; its answers are kept per level in
+    `Logger._cache`, which logging clears (the same dict) whenever levels change. A logger
+    class that decides otherwise is always asked.
+    """
+    cache = getattr(log, "_cache", None)
+    if type(log).isEnabledFor is not logging.Logger.isEnabledFor or type(cache) is not dict:
+        cache = {}
+    return log.isEnabledFor, cache.get
+
+
+def _dev(req: Request, ip: str, status: int, ms: float, sent: int | None) -> str:
+    """The `dev` line without the DEBUG details."""
+    # PERF: every field is a str already (tables below): an f-string formatting ints and a
+    # float costs more than twice as much.
+    size = "-" if sent is None else _SIZES[sent] if sent < _SIZES_KEPT else f"{sent}B"
+    tenths = int(ms * 10.0 + 0.5)
+    took = _TENTHS[tenths] if tenths < _TENTHS_KEPT else f"{ms:.1f}ms"
+    path = req.head.path
+    if "%" in path:  # PERF: no escape in the path as sent: it is its decoded self
+        path = req.path
+    if not path.isprintable() or '"' in path:
+        path = path.translate(_ESCAPES)
+    code = _STATUSES[status] if 0 <= status < 1000 else str(status)  # an odd HTTPError's
+    return f"{ip or '-'} {req.method} {path} {code} {took} {size}"
+
+
+def _dev_details(req: Request) -> str:
+    """What `dev` adds at DEBUG: the request id and the (shortened) User-Agent."""
+    rid = req.header("x-request-id")
+    ua = req.header("user-agent")
+    if len(ua) > _UA_LIMIT:
+        ua = ua[:_UA_LIMIT] + "..."
+    return f" rid={_clean(rid) or '-'} ua={_clean(ua) or '-'}"
 
 
 def _clean(text: str) -> str:
     return text.translate(_ESCAPES) if not text.isprintable() or '"' in text else text
-
-
-def _dev(
-    req: Request, ip: str, status: int, ms: float, sent: int | None, log: logging.Logger
-) -> str:
-    # PERF: every field is a str already (tables below): an f-string formatting ints and a
-    # float costs more than twice as much, and this runs for every request.
-    size = "-" if sent is None else _SIZES[sent] if sent < _SIZES_KEPT else f"{sent}B"
-    tenths = int(ms * 10.0 + 0.5)
-    took = _TENTHS[tenths] if tenths < _TENTHS_KEPT else f"{ms:.1f}ms"
-    path = req.path
-    if not path.isprintable() or '"' in path:
-        path = path.translate(_ESCAPES)
-    code = _STATUSES[status] if 0 <= status < 1000 else str(status)  # an odd HTTPError's
-    line = f"{ip or '-'} {req.method} {path} {code} {took} {size}"
-    if log.isEnabledFor(logging.DEBUG):
-        rid = req.header("x-request-id")
-        ua = req.header("user-agent")
-        if len(ua) > _UA_LIMIT:
-            ua = ua[:_UA_LIMIT] + "..."
-        line += f" rid={_clean(rid) or '-'} ua={_clean(ua) or '-'}"
-    return line
 
 
 _TENTHS_KEPT = 1000  # durations under 100 ms, by tenths

@@ -48,8 +48,9 @@ class _OneWrite(logging.StreamHandler):
 
     _pending: list[str] | None = None  # lines waiting for the end of this loop turn
     _pending_size = 0
-    _pending_hub: Any = None
     _pending_thread = 0
+    _fd_stream: Any = None  # the stream `_has_fd` was worked out for
+    _has_fd = False
 
     def handle(self, record: logging.LogRecord) -> bool:
         """Filter, then emit; no lock (see the module doc)."""
@@ -83,40 +84,52 @@ class _OneWrite(logging.StreamHandler):
         stream = self.stream
         if stream is None:  # a FileHandler opened with delay=True
             stream = self.stream = self._open_stream()
-        try:
-            fd = stream.fileno()
-        except (AttributeError, OSError, io.UnsupportedOperation):
+        if stream is not self._fd_stream:
+            # PERF: whether the stream has a file descriptor is asked once per stream (a
+            # reopened file is a new one), not per line; a closed one fails when written.
+            self._has_fd = _has_fileno(stream)
+            self._fd_stream = stream
+        if not self._has_fd:
             stream.write(text + self.terminator)  # e.g. a StringIO in tests
             stream.flush()
             return
         if len(text) < BATCH_BYTES and (hub := _hub_if_running()) is not None:
-            self._pending, self._pending_size, self._pending_hub = [text], len(text) + 1, hub
+            self._pending, self._pending_size = [text], len(text) + 1
             self._pending_thread = get_ident()
-            hub.loop.run_callback(self._write_pending_later)
+            hub.loop.run_callback(self.write_pending, True)
             return
-        _write_lines(fd, self._encode(text + self.terminator))
+        _write_lines(stream.fileno(), self._encode(text + self.terminator))
 
-    def write_pending(self) -> None:
-        """Write the batched lines now, in as few `write` calls as PIPE_BUF allows."""
+    def write_pending(self, from_hub: bool = False) -> None:
+        """Write the batched lines now, in as few `write` calls as PIPE_BUF allows.
+
+        `from_hub`: called back by the hub at the end of a loop turn, where an error has no
+        caller to go to; it is reported with `handleError`, as `emit` would.
+        """
         pending = self._pending
         if not pending:
             return
-        self._pending, self._pending_size, self._pending_hub = None, 0, None
-        stream = self.stream
-        if stream is None:
-            stream = self.stream = self._open_stream()
-        pending.append("")  # the terminator after the last line too
-        _write_lines(stream.fileno(), self._encode(self.terminator.join(pending)))
+        self._pending, self._pending_size = None, 0
+        try:
+            stream = self.stream
+            if stream is None:
+                stream = self.stream = self._open_stream()
+            pending.append("")  # the terminator after the last line too
+            encoding = getattr(stream, "encoding", None) or "utf-8"
+            data = self.terminator.join(pending).encode(encoding, "backslashreplace")
+            fd = stream.fileno()
+            # PERF: one batch is one write (at most BATCH_BYTES, unless one line is longer).
+            written = os.write(fd, data) if len(data) <= BATCH_BYTES else 0
+            if written < len(data):
+                _write_lines(fd, data[written:])
+        except Exception:
+            if not from_hub:
+                raise
+            self.handleError(logging.makeLogRecord({"msg": "access log lines lost"}))
 
     def _encode(self, text: str) -> bytes:
         encoding = getattr(self.stream, "encoding", None) or "utf-8"
         return text.encode(encoding, "backslashreplace")
-
-    def _write_pending_later(self) -> None:
-        try:
-            self.write_pending()
-        except Exception:
-            self.handleError(logging.makeLogRecord({"msg": "access log lines lost"}))
 
     def flush(self) -> None:
         """Write the batched lines, then flush the stream (logging.shutdown calls this)."""
@@ -186,6 +199,18 @@ class LineSink:
                     handler.handle(self.record(level, line))
                     continue
                 try:
+                    # PERF: write_line's usual case inline (a call less per line): the batch
+                    # of this loop turn is open in this thread and the line fits in it.
+                    size = handler._pending_size + len(line) + 1
+                    batch = handler._pending
+                    if (
+                        batch is not None
+                        and size < BATCH_BYTES
+                        and handler._pending_thread == get_ident()
+                    ):
+                        batch.append(line)
+                        handler._pending_size = size
+                        continue
                     handler.write_line(line)
                 except Exception:
                     handler.handleError(self.record(level, line))
@@ -225,14 +250,32 @@ def _hub_if_running() -> Any:
     that hub runs once this greenlet waits or ends: a batch cannot be left behind. In the
     main greenlet (scripts, TestClient without a server) lines are written at once.
     """
-    hubs = sys.modules.get("gevent._hub_local")  # gevent not imported: no hub (no import here)
-    if hubs is None:
-        return None
-    current = sys.modules["greenlet"].getcurrent()
+    global _getcurrent, _get_hub
+    if _get_hub is None:
+        hubs = sys.modules.get("gevent._hub_local")  # not imported: no hub (no import here)
+        if hubs is None:
+            return None
+        # PERF: looked up once gevent is there (it stays), not for every batch.
+        _getcurrent = sys.modules["greenlet"].getcurrent
+        _get_hub = hubs.get_hub_if_exists
+    current = _getcurrent()
     if current.parent is None:
         return None
-    hub = hubs.get_hub_if_exists()
+    hub = _get_hub()
     return hub if hub is not None and current is not hub else None
+
+
+# greenlet.getcurrent and gevent's get_hub_if_exists, once gevent is imported
+_getcurrent: Any = None
+_get_hub: Any = None
+
+
+def _has_fileno(stream: Any) -> bool:
+    try:
+        stream.fileno()
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        return False  # a closed stream raises ValueError: its line fails like any write
+    return True
 
 
 def _write_lines(fd: int, data: bytes) -> None:

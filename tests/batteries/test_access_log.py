@@ -266,3 +266,53 @@ def test_an_http_error_with_an_odd_status_is_logged_as_raised(caplog) -> None:
     with caplog.at_level("INFO", logger="socketify.access"):
         TestClient(server).get("/odd")
     assert any(" /odd 1000 " in record.getMessage() for record in caplog.records)
+
+
+def test_the_dev_line_shows_the_decoded_path_and_the_plain_one_as_sent(capture: Capture) -> None:
+    client = app(logging.middleware())
+    client.get("/caf%C3%A9")
+    client.get("/x")
+    assert " GET /café 404 " in capture.lines[0]
+    assert " GET /x 200 " in capture.lines[1]
+
+
+def test_level_changes_after_the_first_request_are_obeyed(capture: Capture) -> None:
+    """The middleware reads logging's cached answers; setLevel and disabled still count."""
+    logger = std_logging.getLogger("socketify.access")
+    client = app(logging.middleware())
+    client.get("/x")
+    logger.setLevel(std_logging.WARNING)
+    client.get("/x")  # INFO: not logged now
+    client.get("/nowhere")  # WARNING: logged
+    logger.disabled = True
+    try:
+        client.get("/nowhere")
+    finally:
+        logger.disabled = False
+    logger.setLevel(std_logging.DEBUG)
+    client.get("/x", headers={"X-Request-Id": "abc"})
+    lines = capture.lines
+    assert len(lines) == 3, lines
+    assert " /x 200 " in lines[0] and " rid=" not in lines[0]
+    assert " /nowhere 404 " in lines[1]
+    assert " /x 200 " in lines[2] and " rid=abc " in lines[2]
+
+
+class _OnlyErrors(std_logging.Logger):
+    """A logger class that decides by itself, whatever its level says."""
+
+    def isEnabledFor(self, level: int) -> bool:
+        return level >= std_logging.ERROR
+
+
+def test_a_logger_class_with_its_own_is_enabled_for_is_asked() -> None:
+    logger = _OnlyErrors("socketify.test.only_errors")
+    logger.setLevel(std_logging.DEBUG)
+    logger.propagate = False
+    handler = Capture()
+    logger.addHandler(handler)
+    assert std_logging.Logger.isEnabledFor(logger, std_logging.INFO)  # logging's cache: INFO on
+    client = app(logging.middleware(logger=logger))
+    client.get("/x")
+    client.get("/boom")
+    assert [" 500 " in line for line in handler.lines] == [True]

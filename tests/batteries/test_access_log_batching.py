@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging as std_logging
 import os
 import threading
@@ -155,3 +156,65 @@ def test_the_real_server_logs_each_request_promptly(tmp_path: Path) -> None:
         while access_log.read_text().count("GET /ping 200") < 3:
             assert time.monotonic() < deadline, access_log.read_text()
             time.sleep(0.01)
+
+
+def test_a_stream_swapped_for_one_without_a_descriptor_is_written_the_other_way(
+    tmp_path: Path,
+) -> None:
+    """Whether the stream has a descriptor is remembered per stream, not per handler."""
+    path = tmp_path / "first.log"
+    with open(path, "w", encoding="utf-8") as first:
+        handler = log_handlers.AccessLogHandler(first)
+        handler.write_line("to the file")
+        second = io.StringIO()
+        handler.setStream(second)
+        handler.write_line("to the string")
+    assert path.read_text() == "to the file\n"
+    assert second.getvalue() == "to the string\n"
+
+
+def test_a_batch_that_cannot_be_written_is_reported_not_raised_into_the_hub(
+    handler: AccessLogFileHandler, log_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reported: list[str] = []
+    monkeypatch.setattr(handler, "handleError", lambda record: reported.append(record.msg))
+
+    def failing_write(fd: int, data: bytes) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(log_handlers.os, "write", failing_write)
+    gevent.spawn(handler.write_line, "lost").get(timeout=5)
+    gevent.sleep(0)  # the hub's callback runs, and must survive
+    assert reported == ["access log lines lost"]
+    with pytest.raises(OSError):  # not batched: the error reaches the caller (emit handles it)
+        handler.write_line("from the main greenlet")
+    with pytest.raises(OSError):  # flush(): the caller is there too
+        gevent.spawn(_write_and_flush, handler, "flushed").get(timeout=5)
+
+
+def _write_and_flush(handler: AccessLogFileHandler, line: str) -> None:
+    handler.write_line(line)
+    handler.flush()
+
+
+def test_a_short_write_of_a_batch_is_completed(
+    handler: AccessLogFileHandler, log_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_write = os.write
+    sizes: list[int] = []
+
+    def short_write(fd: int, data: bytes) -> int:
+        piece = bytes(data[: max(1, len(data) // 2)])
+        sizes.append(len(piece))
+        return real_write(fd, piece)
+
+    monkeypatch.setattr(log_handlers.os, "write", short_write)
+
+    def two_lines() -> None:
+        handler.write_line("first line")
+        handler.write_line("second line")
+
+    gevent.spawn(two_lines).get(timeout=5)
+    gevent.sleep(0)
+    assert log_file.read_text() == "first line\nsecond line\n"
+    assert len(sizes) >= 2
