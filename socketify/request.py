@@ -74,6 +74,7 @@ class Request:
         "_form_data",
         "_headers",
         "_locals",
+        "_own_by_name",
         "_params",
         "_path",
         "_query",
@@ -113,6 +114,7 @@ class Request:
         self.client_cert: dict[str, Any] | None = None  # the verified peer certificate (mTLS)
         self._headers: Headers | None = None
         self._fields: list[tuple[str, str]] | None = None  # the head's, once a header was set
+        self._own_by_name: dict[str, str] | None = None  # by_name() with _fields' changes
         self._query: MultiDict | None = None
         self._cookies: dict[str, str] | None = None
         self._params: dict[str, str] | None = None
@@ -178,33 +180,32 @@ class Request:
             self._fields.append((lower, value))
         else:
             self._fields = [*fields, (lower, value)]
+        # PERF: lookups after a change stay one dict get (a copy of the head's shared map).
+        by_name = self._own_by_name
+        if by_name is None:
+            head = self.head
+            by_name = self._own_by_name = (head._by_name or head.by_name()).copy()
+        by_name[lower] = value
 
     def header(self, name: str, default: str = "") -> str:
         """Return the value of header `name` (repeats joined with ", "), or `default`."""
         if self._headers is not None:
             value = self._headers.get(name)
             return default if value is None else value
-        fields = self._fields
-        if fields is None:
-            # PERF: the head's own map (shared by identical heads); callers mostly pass the
-            # lower-case name, so the usual lookup is a single dict get.
+        # PERF: the head's own map (shared by identical heads), or this request's copy once
+        # `_set_field` changed one; callers mostly pass the lower-case name: one dict get.
+        by_name = self._own_by_name
+        if by_name is None:
             head = self.head
             by_name = head._by_name
             if by_name is None:
                 by_name = head.by_name()
-            value = by_name.get(name)
-            if value is None:
-                lower = name.lower()
-                if lower != name:
-                    value = by_name.get(lower)
-            return default if value is None else value
-        # Headers changed for this request only (`_set_field`): scan its own list.
-        key = name.lower()
-        found: str | None = None
-        for hname, hvalue in fields:
-            if hname == key:
-                found = hvalue if found is None else f"{found}, {hvalue}"
-        return default if found is None else found
+        value = by_name.get(name)
+        if value is None:
+            lower = name.lower()
+            if lower != name:
+                value = by_name.get(lower)
+        return default if value is None else value
 
     @property
     def content_type(self) -> str:

@@ -83,10 +83,17 @@ def buffered_bytes(res: Response, keep_alive: bool) -> bytes:
             if len(heads) >= _PLAIN_HEADS_MAX:
                 heads.clear()
             heads[key] = parts
-        if res._headers is None and res._cookies is None:
+        headers = res._headers
+        if res._cookies is not None:
+            head = parts[1] + _own_lines(res).encode("latin-1") + parts[2]
+        elif headers is None:
             head = parts[0]
         else:
-            head = parts[1] + _own_lines(res).encode("latin-1") + parts[2]
+            # PERF: header lines only (a request id, CORS): joined here, a call less.
+            own = ""
+            for header in headers:
+                own += header[3]
+            head = parts[1] + own.encode("latin-1") + parts[2]
     if res._head_only or res._status in NO_BODY_STATUSES:
         return head
     return head + res._body
