@@ -46,6 +46,7 @@ from pony.orm.core import (
 from pony.orm.dbapiprovider import Converter
 from pony.utils import throw
 
+from socketify.db.providers.base import raise_translated
 from socketify.db.session import session_cache
 
 __all__ = [
@@ -142,10 +143,19 @@ class PkLoader:
             if pk.py_type is int and hasattr(converter, "min_val")
             else None
         )
+        self.int_keys = self.int_range is not None
+        low, high = self.int_range or (None, None)
+        self.low = float("-inf") if low is None else low
+        self.high = float("inf") if high is None else high
         self.sql, self.adapter, attr_offsets = cls._construct_sql_(
             {pk: False}, False, None, False, False, False
         )
         self.arguments = _argument_shape(self.adapter, pk, converter)
+        # PostgreSQL: the statement prepared on each connection (see pg_prepared), else None.
+        prepared_select = getattr(self.db.provider, "prepared_select", None)
+        self.prepared = (
+            None if prepared_select is None else prepared_select(self.sql, self.arguments)
+        )
         self.pk_offset = attr_offsets[pk][0]
         self.pk_sql2py = converter.sql2py if overrides(converter, "sql2py") else None
         # (attr, offsets, sql2py or None, dbval2val or None, is_reverse), in Pony's order.
@@ -175,24 +185,36 @@ class PkLoader:
         self.has_reverse = any(column[4] for column in self.columns)
         self.attr_offsets = attr_offsets
         self.rbits = cls._bits_except_volatile_.get(pk, 0)
+        # (attr, offset, sql2py or None) when every column is a plain value: no relation, no
+        # converter step after the driver's, no key index to update; else None (`_build`).
+        plain = not self.has_reverse and not self.unique and not self.composite
+        plain = plain and all(column[3] is None for column in self.columns)
+        self.plain_columns = (
+            tuple((attr, offset, sql2py) for attr, offset, sql2py, _, _ in self.columns)
+            if plain
+            else None
+        )
 
     def load(self, key: Any) -> Any:
         """`cls[key]`; Pony's own path whenever this one would not be exactly Pony's."""
-        pkval = self.pkval(key)
+        if type(key) is int and self.int_keys and self.low <= key <= self.high:
+            pkval = key  # Pony's validation of an int key, inlined
+        else:
+            pkval = self.pkval(key)
+            if pkval is None:
+                return EntityMeta.__getitem__(self.cls, key)
         # One greenlet-local lookup for Pony's state instead of one per access.
-        fetched = None if pkval is None else self.fetch(pkval, core.local.__dict__)
+        fetched = self.fetch(pkval, core.local.__dict__)
         if fetched is None:
             return EntityMeta.__getitem__(self.cls, key)
+        if self.plain_columns is not None:
+            return self._build_plain(fetched[0], fetched[1], key)
         return self._build(fetched[0], fetched[1], key)
 
     def pkval(self, key: Any) -> Any:
         """The validated primary key for `key`; None when Pony must handle the key."""
-        int_range = self.int_range
-        if int_range is not None and type(key) is int:
-            low, high = int_range
-            if (low is not None and key < low) or (high is not None and key > high):
-                return None  # Pony raises its error
-            return key
+        if type(key) is int and self.int_keys:
+            return key if self.low <= key <= self.high else None  # else: Pony raises its error
         try:
             return self.pk.validate(key, None, self.cls, from_db=False)
         except (TypeError, ValueError):
@@ -200,27 +222,96 @@ class PkLoader:
 
     def fetch(self, pkval: Any, state: dict[str, Any]) -> tuple[Any, Any] | None:
         """Select the row of `pkval` in the session whose Pony state is `state`:
-        `(session cache, row)`, or None when Pony must do it."""
+        `(session cache, row)`, or None when Pony must do it.
+
+        Pony's `_find_in_db_` for one key: its `_exec_sql` (connection, statement, statistics)
+        and `_fetch_objects` for one row, written out."""
         db = self.db
-        cache = session_cache(db, state)
-        indexes = cache.indexes
+        cache = state["db2cache"].get(db)
+        if cache is None:
+            cache = session_cache(db, state)
         if (
             cache.modified
             or cache.db_session is not state["db_session"]
             or state["debug"]
             or state["prefetch_context_stack"]
-            or (self.pk_attrs in indexes and pkval in indexes[self.pk_attrs])
         ):
             return None
+        indexes = cache.indexes
+        pk_attrs = self.pk_attrs
+        if pk_attrs in indexes and pkval in indexes[pk_attrs]:
+            return None  # in the identity map: Pony's cache checks apply
         connection = cache.connection
         if connection is None:
-            connection = cache.connect()
+            connection = self._connect(db, cache)
         elif cache.immediate and not cache.in_transaction:
             return None  # Pony sets the transaction mode first
-        row = self._select(db, cache, connection, pkval)
-        if row is None:
+        sql = self.sql
+        shape = self.arguments
+        arguments = (pkval,) if shape is _INT_KEY else self.arguments_for(pkval)
+        cursor = connection.cursor()
+        started = time()
+        prepared = self.prepared
+        try:
+            # PERF: the driver's execute, not the provider's: no statement here calls a Python
+            # SQL function, so only a failure needs Pony's translation (`_retry_select`).
+            if (
+                prepared is None
+                or cache.in_transaction
+                or not prepared.run(connection, cursor, pkval)
+            ):
+                cursor.execute(sql, arguments)
+        except Exception as error:
+            cursor, started = self._retry_select(cache, error, arguments)
+        if cache.immediate:
+            cache.in_transaction = True
+        _count_query(db, sql, started)
+        rows = cursor.fetchmany(2)
+        if len(rows) != 1:
+            if rows:
+                throw(
+                    MultipleObjectsFoundError,
+                    "Multiple objects were found. "
+                    f"Use {self.cls.__name__}.select(...) to retrieve them",
+                )
             throw(ObjectNotFound, self.cls, pkval)
-        return cache, row
+        return cache, rows[0]
+
+    def _connect(self, db: Any, cache: Any) -> Any:
+        """Pony's `SessionCache.connect`; for a session that reads in autocommit mode, our
+        provider's `prepare_read` sets the mode (Pony's `set_transaction_mode` would find
+        nothing more to do than that, and a log line in debug mode, which Pony handles)."""
+        provider = db.provider
+        session = cache.db_session
+        if (
+            cache.in_transaction
+            or cache.immediate
+            or not getattr(provider, "session_reads_in_autocommit", False)
+            or (session is not None and (session.serializable or session.ddl))
+        ):
+            return cache.connect()
+        connection, is_new = provider.connect()
+        if is_new:
+            db.call_on_connect(connection)
+        try:
+            provider.prepare_read(connection)
+        except BaseException:
+            provider.drop(connection, cache)
+            raise
+        cache.connection = connection
+        return connection
+
+    def _retry_select(self, cache: Any, error: Exception, arguments: Any) -> tuple[Any, float]:
+        """After a failed SELECT: Pony's translated error, or its reconnect and one retry."""
+        db = self.db
+        try:
+            raise_translated(db.provider, error)
+        except Exception as exc:
+            connection = cache.reconnect(exc)  # re-raises unless Pony would reconnect
+        cursor = connection.cursor()
+        started = time()
+        plain_execute(db.provider)(cursor, self.sql, arguments)
+        return cursor, started
 
     def arguments_for(self, pkval: Any) -> Any:
         """The statement's parameters for `pkval`, laid out as Pony's adapter would."""
@@ -231,31 +322,44 @@ class PkLoader:
             return self.adapter({self.pk: pkval})
         return {shape: pkval}
 
-    def _select(self, db: Any, cache: Any, connection: Any, pkval: Any) -> Any:
-        """Pony's `_exec_sql` and `_fetch_objects` for one row: the row, or None."""
-        sql = self.sql
-        arguments = self.arguments_for(pkval)
-        execute = plain_execute(db.provider)
-        cursor = connection.cursor()
-        started = time()
-        try:
-            execute(cursor, sql, arguments)
-        except Exception as exc:
-            connection = cache.reconnect(exc)  # re-raises unless Pony would reconnect
-            cursor = connection.cursor()
-            started = time()
-            execute(cursor, sql, arguments)
-        if cache.immediate:
-            cache.in_transaction = True
-        _count_query(db, sql, started)
-        rows = cursor.fetchmany(2)
-        if len(rows) == 2:
-            throw(
-                MultipleObjectsFoundError,
-                "Multiple objects were found. "
-                f"Use {self.cls.__name__}.select(...) to retrieve them",
-            )
-        return rows[0] if rows else None
+    def _build_plain(self, cache: Any, row: Any, key: Any) -> Any:
+        """`_build` for an entity whose loaded columns are all plain values."""
+        dedup = cache.dbvals_deduplication_cache
+        pkval = row[self.pk_offset]
+        if self.pk_sql2py is not None:
+            pkval = self.pk_sql2py(pkval)
+        try:  # Pony's `deduplicate`, inlined: equal values share one object
+            pkval = dedup[type(pkval)].setdefault(pkval, pkval)
+        except Exception:  # unhashable
+            pass
+        cache_index = cache.indexes[self.pk_attrs]
+        if pkval in cache_index:
+            return self._build(cache, row, key)  # the merge with a loaded object
+        dbvals: dict[Any, Any] = {}
+        for attr, offset, sql2py in self.plain_columns:  # type: ignore[union-attr]
+            value = row[offset]
+            if value is not None:
+                if sql2py is not None:
+                    value = sql2py(value)
+                try:
+                    value = dedup[type(value)].setdefault(value, value)
+                except Exception:  # unhashable
+                    pass
+            dbvals[attr] = value
+        obj = object.__new__(self.cls)
+        cache.objects.add(obj)
+        obj._pkval_ = pkval
+        obj._status_ = "loaded"
+        obj._save_pos_ = None
+        obj._session_cache_ = cache
+        cache_index[pkval] = obj
+        obj._newid_ = None
+        obj._wbits_ = 0
+        obj._rbits_ = self.rbits
+        obj._dbvals_ = dbvals
+        vals = obj._vals_ = {self.pk: pkval}
+        vals.update(dbvals)
+        return obj
 
     def _build(self, cache: Any, row: Any, key: Any) -> Any:
         """Pony's `_parse_row_`, `_get_from_identity_map_`, `_db_set_` and `_set_rbits`."""
@@ -359,20 +463,34 @@ def plain_execute(provider: Any) -> Any:
 def _count_query(db: Any, sql: str, started: float) -> None:
     """Pony's `_update_local_stat`: `db.last_sql` and the per-thread query statistics (each
     `QueryStat.query_executed` inlined for a statement seen before)."""
+    duration = time() - started
     local = db._dblocal.__dict__
     local["last_sql"] = sql
     stats = local["stats"]
-    duration = time() - started
+    stat = stats.get(sql)
+    total = stats.get(None)
+    if stat is None or total is None or not stat.db_count or not total.db_count:
+        _count_first(stats, sql, duration)
+        return
+    # PERF: the two updates written out, no loop.
+    stat.db_count += 1
+    stat.sum_time += duration
+    if duration < stat.min_time:
+        stat.min_time = duration
+    elif duration > stat.max_time:
+        stat.max_time = duration
+    total.db_count += 1
+    total.sum_time += duration
+    if duration < total.min_time:
+        total.min_time = duration
+    elif duration > total.max_time:
+        total.max_time = duration
+
+
+def _count_first(stats: dict[Any, Any], sql: str, duration: float) -> None:
     for key in (sql, None):
         stat = stats.get(key)
         if stat is None:
             stats[key] = QueryStat(key, duration)
-        elif stat.db_count:
-            if duration < stat.min_time:
-                stat.min_time = duration
-            if duration > stat.max_time:
-                stat.max_time = duration
-            stat.sum_time += duration
-            stat.db_count += 1
         else:
             stat.query_executed(duration)

@@ -32,7 +32,8 @@ log = logging.getLogger("socketify.db")
 _databases: weakref.WeakSet[Any] = weakref.WeakSet()
 _hooks_installed = False
 # The `threading.local` class Pony's state was last checked against; `None` before any check.
-_adopted_local: type | None = None
+# Read by the database middleware: while it is `threading.local`, there is nothing to adopt.
+adopted_local: type | None = None
 
 
 def track(db: Any) -> None:
@@ -65,16 +66,16 @@ def _on_gevent_event(event: object) -> None:
 def adopt_gevent() -> bool:
     """Make Pony's per-thread state greenlet-local if gevent patched `threading` after Pony
     was imported; True when something was rebuilt. Cheap when there is nothing to do."""
-    global _adopted_local
+    global adopted_local
     local_cls = threading.local
-    if _adopted_local is local_cls:
+    if adopted_local is local_cls:
         return False
     monkey = sys.modules.get("gevent.monkey")
     if monkey is None or not monkey.is_module_patched("threading"):
         return False
     core = sys.modules.get("pony.orm.core")
     if core is None or isinstance(core.local, local_cls):
-        _adopted_local = local_cls  # Pony was imported after patching: already right
+        adopted_local = local_cls  # Pony was imported after patching: already right
         return False
     if core.local.db_context_counter:
         return False  # inside a db_session: rebuilding now would lose it; retry later
@@ -84,7 +85,7 @@ def adopt_gevent() -> bool:
         adopt = getattr(db.provider, "adopt_gevent", None)
         if adopt is not None:
             adopt()  # SQLite: writer locks on gevent; PostgreSQL: psycopg2's wait callback
-    _adopted_local = local_cls
+    adopted_local = local_cls
     log.debug("Pony state rebuilt on gevent's greenlet-local storage (pid %d)", os.getpid())
     return True
 

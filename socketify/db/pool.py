@@ -76,7 +76,10 @@ class ConnectionRecipe(Protocol):
         """Make a used connection ready for the next session; raise if it is unusable."""
 
     def usable(self, con: Any) -> bool:
-        """Cheap check, without a round trip, that an idle connection is still open."""
+        """Cheap check, without a round trip, that an idle connection is still open.
+
+        A recipe whose connections cannot tell sets `check_usable = False`: the pool then
+        hands idle connections out without calling this."""
 
     def close(self, con: Any) -> None:
         """Close a connection the pool gives up."""
@@ -128,6 +131,8 @@ class BoundedPool:
         if timeout < 0:
             raise ValueError("pool_timeout must not be negative")
         self.recipe = recipe
+        # Whether an idle connection must be checked before reuse (SQLite's need not).
+        self._check_usable = getattr(recipe, "check_usable", True)
         self.size = size
         self.timeout = timeout
         self._state: _State | None = None
@@ -147,7 +152,29 @@ class BoundedPool:
 
     def connect(self) -> tuple[Any, bool]:
         """Check a connection out: `(connection, is_new)`; `PoolTimeout` when none frees up."""
-        state = self._current()
+        state = self._state
+        if state is None or state.pid != _pid or state.lock_type is not threading.Lock:
+            state = self._current()
+        # PERF: a free slot is taken without a waiter's bookkeeping; acquire(timeout=...) takes
+        # the same free slot the same way, so only a request that must wait pays for it.
+        if not state.slots.acquire(False):
+            self._wait_for_slot(state)
+        idle = state.idle
+        if idle and not self._check_usable:
+            con, is_new = idle.pop(), False  # LIFO: the warmest connection
+        else:
+            try:
+                con, is_new = self._checkout(state)
+            except BaseException:
+                state.slots.release()
+                raise
+        owned = state.owned
+        owned.add(id(con))
+        if len(owned) > state.peak:
+            state.peak = len(owned)
+        return con, is_new
+
+    def _wait_for_slot(self, state: _State) -> None:
         state.waiting += 1
         try:
             granted = state.slots.acquire(timeout=self.timeout)
@@ -159,16 +186,6 @@ class BoundedPool:
                 "database pool exhausted: %d connections busy for %.1fs", self.size, self.timeout
             )
             raise PoolTimeout(f"all {self.size} database connections are busy; retry shortly")
-        try:
-            con, is_new = self._checkout(state)
-        except BaseException:
-            state.slots.release()
-            raise
-        state.owned.add(id(con))
-        in_use = len(state.owned)
-        if in_use > state.peak:
-            state.peak = in_use
-        return con, is_new
 
     def _checkout(self, state: _State) -> tuple[Any, bool]:
         recipe = self.recipe
@@ -187,9 +204,13 @@ class BoundedPool:
 
     def release(self, con: Any) -> None:
         """Return a connection at the end of a session, reset; a failed reset discards it."""
-        state = self._current()
-        if not self._give_back(state, con):
-            return
+        state = self._state
+        if state is None or state.pid != _pid or state.lock_type is not threading.Lock:
+            state = self._current()
+        try:
+            state.owned.remove(id(con))
+        except KeyError:
+            return  # checked out before a fork or before patching rebuilt the state: not ours
         try:
             self.recipe.reset(con)
         except Exception as exc:

@@ -36,6 +36,7 @@ from pony.orm.core import MultipleObjectsFoundError, ObjectNotFound
 from pony.utils import throw
 
 from socketify.db.fastload import PkLoader, loader_for, overrides, plain_execute
+from socketify.db.providers.base import raise_translated
 
 __all__ = ["get_row"]
 
@@ -90,7 +91,13 @@ def _read_borrowed(loader: PkLoader, pkval: Any, retry: bool = True) -> Any:
     try:
         provider.prepare_read(connection)
         cursor = connection.cursor()
-        plain_execute(provider)(cursor, loader.sql, loader.arguments_for(pkval))
+        prepared = loader.prepared  # PostgreSQL: the statement prepared on the connection
+        try:
+            ran = prepared is not None and prepared.run(connection, cursor, pkval)
+        except Exception as error:
+            raise_translated(provider, error)  # a lost connection, as Pony reports it
+        if not ran:
+            plain_execute(provider)(cursor, loader.sql, loader.arguments_for(pkval))
         rows = cursor.fetchmany(2)
     except Exception as exc:
         if retry and provider.should_reconnect(getattr(exc, "original_exc", exc)):

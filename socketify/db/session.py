@@ -2,13 +2,18 @@
 
 Theory of operation. Pony keeps its per-session state on a thread-local object, which under
 gevent is greenlet-local; every attribute read of such an object costs about as much as a dozen
-ordinary ones, and Pony's enter and exit read and write it a dozen times. This function works
-on the greenlet's own dictionary of that object (fetched once) and does what Pony's default
-`db_session` does on entering and leaving. The ending that matters for speed — a session that
-only read, on one database, outside any transaction — is Pony's commit-and-release reduced to
-what it does there: release the session cache (which gives the connection back to the pool).
-Every other ending (writes, an open transaction, several databases, an exception) runs Pony's
-own `_commit_or_rollback`, so commits, rollbacks, hooks and error translation are Pony's.
+ordinary ones, and Pony's enter and exit read and write it a dozen times. These functions work
+on the greenlet's own dictionary of that object (`state`, fetched once) and do what Pony's
+default `db_session` does on entering and leaving: `enter_session(state)`, then
+`end_session(state)` when the work returned or `abort_session(state)` when it raised (the
+middleware calls them around the rest of its chain; `run_in_db_session` around a call).
+
+The ending that matters for speed — a session that only read, on one database, outside any
+transaction — is Pony's commit-and-release reduced to what it does there: release the session
+cache (Pony's `SessionCache.close(rollback=False)`, written out) and give the connection back
+to the pool. Every other ending (writes, an open transaction, several databases, an
+exception) runs Pony's own `_commit_or_rollback`, so commits, rollbacks, hooks and error
+translation are Pony's.
 
 The caller must know no session is open (the middleware checks); a nested session is simply
 the caller calling `call()` directly, as Pony's nesting would.
@@ -21,62 +26,132 @@ front; Pony reaches them by attribute, so it cannot tell the difference.
 
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pony.orm import core
 
-__all__ = ["LeanSessionCache", "run_in_db_session", "session_cache"]
+from socketify.db.pool import BoundedPool
+
+__all__ = [
+    "LeanSessionCache",
+    "abort_session",
+    "end_session",
+    "enter_session",
+    "run_in_db_session",
+    "session_cache",
+]
 
 T = TypeVar("T")
 
 _db_session = core.db_session  # Pony's default session: not immediate, optimistic, no retry
+_num_counter = core.num_counter  # numbers Pony's session caches in creation order
+
+# An entity class attribute: whether its objects have collection attributes (see `_detach`).
+_HAS_COLLECTIONS = "_socketify_has_collections_"
 
 
 def run_in_db_session(call: Callable[[], T]) -> T:
     """Run `call()` as the outermost `db_session`: commit when it returns, roll back if not."""
     state = core.local.__dict__
+    enter_session(state)
+    try:
+        result = call()
+    except BaseException as exc:
+        abort_session(state, exc)
+        raise
+    end_session(state)
+    return result
+
+
+def enter_session(state: dict[str, Any]) -> None:
+    """Open Pony's default `db_session` in the greenlet whose Pony state is `state`."""
     if state["db_session"] is not None or state["db_context_counter"]:
         raise RuntimeError("run_in_db_session() inside a db_session")
     state["db_session"] = _db_session
     state["db_context_counter"] = 1
-    try:
-        result = call()
-    except BaseException:
-        state["db_context_counter"] = 0
-        _db_session._commit_or_rollback(*sys.exc_info())  # Pony's rollback; clears the session
-        raise
+
+
+def abort_session(state: dict[str, Any], error: BaseException) -> None:
+    """End the session after its work raised `error`: Pony's rollback."""
     state["db_context_counter"] = 0
-    if not _release_read_only(state):
-        _db_session._commit_or_rollback(None, None, None)  # Pony's commit and release
-    return result
+    # Pony's rollback; clears the session
+    _db_session._commit_or_rollback(type(error), error, error.__traceback__)
 
 
-def _release_read_only(state: dict[str, Any]) -> bool:
-    """End a session that only read, from at most one database, outside a transaction;
-    False (nothing done) when Pony must end it."""
+def end_session(state: dict[str, Any]) -> None:
+    """End the session after its work returned: commit, or only release after reads."""
+    state["db_context_counter"] = 0
     caches = state["db2cache"]
     if len(caches) > 1:
-        return False
-    cache = None
+        _db_session._commit_or_rollback(None, None, None)  # Pony's commit and release
+        return
     if caches:
         (cache,) = caches.values()
-        if cache.modified or cache.in_transaction or cache.objects_to_save:
-            return False
+        if (
+            cache.modified
+            or cache.in_transaction
+            or cache.objects_to_save
+            or cache.db_session is not _db_session
+        ):
+            _db_session._commit_or_rollback(None, None, None)
+            return
+        # What Pony's commit() then release leave to do here: no flush or COMMIT is due,
+        # so only the release (the commit's clearing of the cache is discarded with it).
+        try:
+            _release(cache, caches)
+        finally:
+            _forget_session(state)
+    else:
+        _forget_session(state)
+
+
+def _forget_session(state: dict[str, Any]) -> None:
+    state["db_session"] = None
+    if state["user_groups_cache"]:
+        state["user_groups_cache"].clear()
+    if state["user_roles_cache"]:
+        state["user_roles_cache"].clear()
+
+
+def _release(cache: Any, caches: dict[Any, Any]) -> None:
+    """Pony's `cache.close(rollback=False)` for a cache of our non-strict, non-DDL session."""
+    database = cache.database
+    del caches[database]
+    cache.is_alive = False
+    connection = cache.connection
+    if connection is None:
+        return  # Pony leaves the objects attached then, and so do we
+    cache.connection = None
     try:
-        if cache is not None:
-            # What Pony's commit() then release leave to do here: no flush or COMMIT is due,
-            # so only the release (the commit's clearing of the cache is discarded with it).
-            cache.close(rollback=False)
+        provider = database.provider
+        pool = getattr(provider, "pool", None)
+        if type(pool) is BoundedPool:
+            pool.release(connection)  # what our providers' release does outside DDL
+        else:
+            provider.release(connection, cache)
     finally:
-        state["db_session"] = None
-        if state["user_groups_cache"]:
-            state["user_groups_cache"].clear()
-        if state["user_roles_cache"]:
-            state["user_roles_cache"].clear()
-    return True
+        for obj in cache.objects:
+            obj._dbvals_ = obj._session_cache_ = None
+            has_collections = type(obj).__dict__.get(_HAS_COLLECTIONS)
+            if has_collections is None:
+                has_collections = _note_collections(type(obj))
+            if has_collections:
+                vals = obj._vals_
+                for attr, setdata in list(vals.items()):
+                    if attr.is_collection and not setdata.is_fully_loaded:
+                        vals[attr] = None
+        cache.objects = cache.objects_to_save = cache.saved_objects = cache.query_results = None
+        cache.indexes = cache.seeds = cache.for_update = cache.max_id_cache = None
+        cache.modified_collections = cache.collection_statistics = None
+        cache.dbvals_deduplication_cache = None
+
+
+def _note_collections(cls: Any) -> bool:
+    has_collections = any(attr.is_collection for attr in cls._attrs_)
+    type.__setattr__(cls, _HAS_COLLECTIONS, has_collections)
+    return has_collections
 
 
 def session_cache(db: Any, state: dict[str, Any]) -> Any:
@@ -93,31 +168,64 @@ def _nested_defaultdict() -> defaultdict[Any, Any]:
     return defaultdict(dict)
 
 
-class LeanSessionCache(core.SessionCache):
-    """Pony's session cache, whose rarely used containers are made when first touched."""
+class _MadeOnUse:
+    """A session cache field made when first read, then stored on the instance."""
 
-    _MADE_ON_USE: dict[str, Callable[[], Any]] = {
-        "max_id_cache": dict,
-        "collection_statistics": dict,
-        "for_update": set,
-        "modified_collections": lambda: defaultdict(set),
-        "query_results": dict,
-        "perm_cache": lambda: defaultdict(_nested_defaultdict),
-        "user_roles_cache": lambda: defaultdict(dict),
-        "obj_labels_cache": dict,
-    }
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, cache: Any, owner: type | None = None) -> Any:
+        if cache is None:
+            return self
+        value = cache.__dict__[self.name] = self.make()
+        return value
+
+
+class LeanSessionCache(core.SessionCache):
+    """Pony's session cache, whose rarely used containers are made when first touched.
+
+    PERF: the lazy fields are non-data descriptors on the class, not a `__getattr__`: a class
+    with `__getattr__` defeats the interpreter's attribute caches for every field, and the
+    session cache's fields are read dozens of times per request (by Pony and by us).
+    """
+
+    seeds = _MadeOnUse(lambda: defaultdict(set))
+    saved_objects = _MadeOnUse(list)
+    max_id_cache = _MadeOnUse(dict)
+    collection_statistics = _MadeOnUse(dict)
+    for_update = _MadeOnUse(set)
+    modified_collections = _MadeOnUse(lambda: defaultdict(set))
+    query_results = _MadeOnUse(dict)
+    perm_cache = _MadeOnUse(lambda: defaultdict(_nested_defaultdict))
+    user_roles_cache = _MadeOnUse(lambda: defaultdict(dict))
+    obj_labels_cache = _MadeOnUse(dict)
+
+    _MADE_ON_USE = (
+        "seeds",
+        "saved_objects",
+        "max_id_cache",
+        "collection_statistics",
+        "for_update",
+        "modified_collections",
+        "query_results",
+        "perm_cache",
+        "user_roles_cache",
+        "obj_labels_cache",
+    )
 
     def __init__(self, database: Any, db_session: Any) -> None:
         # The fields of Pony's SessionCache.__init__, minus those in _MADE_ON_USE.
         self.is_alive = True
-        self.num = next(core.num_counter)
+        self.num = next(_num_counter)
         self.database = database
         self.objects: set[Any] = set()
         self.indexes: defaultdict[Any, Any] = defaultdict(dict)
-        self.seeds: defaultdict[Any, Any] = defaultdict(set)
         self.noflush_counter = 0
         self.objects_to_save: list[Any] = []
-        self.saved_objects: list[Any] = []
         self.dbvals_deduplication_cache: defaultdict[Any, Any] = defaultdict(dict)
         self.modified = False
         self.db_session = db_session
@@ -125,11 +233,3 @@ class LeanSessionCache(core.SessionCache):
         self.connection = None
         self.in_transaction = False
         self.saved_fk_state = None
-
-    def __getattr__(self, name: str) -> Any:
-        make = LeanSessionCache._MADE_ON_USE.get(name)
-        if make is None:
-            raise AttributeError(name)
-        value = make()
-        setattr(self, name, value)
-        return value

@@ -364,3 +364,93 @@ def test_the_lean_session_cache_has_every_field_of_ponys(things: Any) -> None:
             assert type(getattr(lean, name)) is type(getattr(pony_cache, name))
         with pytest.raises(AttributeError):
             lean.no_such_field  # noqa: B018
+
+
+def test_query_statistics_count_fast_loads_as_pony_counts_its_own(
+    things: Any, pony_loads: list[str]
+) -> None:
+    Thing, db = things.Thing, things.db
+    counted = []
+    for load in (pony_getitem, Thing.__class__.__getitem__):
+        db.merge_local_stats()  # local statistics start over
+        for key in (1, 2, 1):
+            with db_session:
+                load(Thing, key)
+        stats = db.local_stats
+        counted.append(
+            {
+                "last_sql": db.last_sql,
+                "counts": {sql: (s.db_count, s.cache_count) for sql, s in stats.items()},
+                "ordered": all(s.min_time <= s.sum_time / s.db_count <= s.max_time
+                               for s in stats.values()),
+            }
+        )  # fmt: skip
+    assert pony_loads == ["Thing"] * 3  # the first round only: Pony's own path
+    assert counted[0] == counted[1]
+    assert counted[1]["counts"][None] == (3, 1) and counted[1]["ordered"]
+
+
+def connection_mode(cache: Any) -> tuple[Any, ...]:
+    """The transaction state Pony keeps for a session, and its connection's own."""
+    con = cache.connection
+    driver_mode = getattr(con, "autocommit", None)
+    if driver_mode is None or callable(driver_mode):
+        driver_mode = getattr(con, "in_transaction", None)  # sqlite3 before Python 3.12
+    return cache.immediate, cache.in_transaction, driver_mode
+
+
+def test_a_fast_read_leaves_the_session_in_the_mode_pony_would(
+    things: Any, pony_loads: list[str]
+) -> None:
+    """Pony's connect sets the transaction mode per dialect (MySQL marks the session
+    immediate, PostgreSQL switches to autocommit): the loader's connect must agree."""
+    Thing, db = things.Thing, things.db
+    modes = []
+    for load in (pony_getitem, Thing.__class__.__getitem__):
+        with db_session:
+            load(Thing, 1)
+            modes.append(connection_mode(current_cache(db)))
+            Thing[2]  # a second read on the same connection, through the loader
+            modes.append(connection_mode(current_cache(db)))
+    assert pony_loads == ["Thing"]
+    assert modes[:2] == modes[2:]
+
+
+def test_an_entity_of_plain_columns_is_built_as_pony_builds_it(
+    any_url: str, pony_loads: list[str]
+) -> None:
+    """The loader's shortcut for entities without relations, keys or converter steps."""
+    db = socketify.db.connect(any_url, pool_size=1)
+
+    class Plain(db.Entity):  # type: ignore[name-defined,misc]
+        name = Required(str)
+        alias = Optional(str)
+        score = Optional(float)
+        amount = Optional(Decimal, precision=10, scale=2)
+        born = Optional(datetime.date)
+        seen = Optional(datetime.datetime, precision=6)
+        active = Required(bool)
+        count = Optional(int)
+
+    db.generate_mapping(create_tables=True)
+    with db_session:
+        Plain(name="same", alias="same", score=0.5, amount=Decimal("3.10"), born=STAMP.date(),
+              seen=STAMP, active=True, count=7)  # fmt: skip
+        Plain(name="bare", active=False)
+    loader = loader_for(Plain)
+    assert loader is not None and loader.plain_columns is not None
+    for key in (1, 2):
+        with db_session:
+            reference = pony_getitem(Plain, key)
+            expected, expected_cache = snapshot(reference), cache_snapshot(current_cache(db))
+            shared = reference._vals_[Plain.name] is reference._vals_[Plain.alias]
+        pony_loads.clear()
+        with db_session:
+            fast = Plain[key]
+            assert pony_loads == []
+            assert snapshot(fast) == expected
+            assert cache_snapshot(current_cache(db)) == expected_cache
+            # Pony's deduplication: equal values read in one session share one object.
+            assert (fast._vals_[Plain.name] is fast._vals_[Plain.alias]) == shared
+            assert Plain[key] is fast and fast.to_dict() == reference.to_dict()
+    db.disconnect()

@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 from db_models import define
 from db_support import pg_admin
-from pony.orm import db_session
+from pony.orm import ObjectNotFound, db_session
 from pony.orm.dbapiprovider import DBException, IntegrityError
 
 import socketify.db
 from socketify import Request, Response, Server
+from socketify.db.fastload import loader_for
 from socketify.testing import TestClient
 
 
@@ -48,7 +49,7 @@ def test_a_read_only_request_sends_only_its_select_on_sqlite(sqlite_url: str) ->
     db.disconnect()
 
 
-def test_a_read_only_request_leaves_its_select_as_the_last_statement_on_postgres(
+def test_a_read_only_request_leaves_its_read_as_the_last_statement_on_postgres(
     pg_url: str,
 ) -> None:
     client, db, _ = user_app(pg_url)
@@ -65,7 +66,8 @@ def test_a_read_only_request_leaves_its_select_as_the_last_statement_on_postgres
         # `query` is the backend's most recent statement: a COMMIT, ROLLBACK or DISCARD sent
         # after the SELECT would show there, and an open transaction as "idle in transaction".
         assert state == "idle"
-        assert query.lstrip().upper().startswith("SELECT"), query
+        # The SELECT, prepared once per connection: the first request may show its PREPARE.
+        assert query.lstrip().upper().startswith(("SELECT", "EXECUTE", "PREPARE")), query
     admin.close()
     db.disconnect()
 
@@ -111,3 +113,104 @@ def test_driver_errors_in_statements_become_pony_errors(any_url: str) -> None:
     with pytest.raises(IntegrityError), db_session:
         db.execute(f"INSERT INTO {table} (name, email) VALUES ('Bob', 'a@x')")
     db.disconnect()
+
+
+def test_postgres_reads_by_key_run_as_a_statement_prepared_once_per_connection(
+    pg_url: str,
+) -> None:
+    client, db, _ = user_app(pg_url)
+    for _ in range(3):
+        assert client.get("/users/1").json() == {"id": 1, "name": "Ann"}
+    assert client.get("/users/2").status == 404
+    with db_session:
+        con = db.get_connection()
+        cursor = con.cursor()
+        cursor.execute("SELECT name, statement FROM pg_prepared_statements")
+        ((name, statement),) = cursor.fetchall()
+    assert con.prepared_statements == {name}
+    assert "$1" in statement and statement.upper().startswith("PREPARE")
+    assert "WHERE" in db.last_sql and "%(" in db.last_sql  # the statistics show the SELECT
+    assert db.pool_stats().opened == 1
+    db.disconnect()
+
+
+@pytest.mark.parametrize("change", ["statements dropped", "result type changed"])
+def test_postgres_reads_fall_back_to_text_when_the_prepared_statement_fails(
+    pg_url: str, change: str
+) -> None:
+    """A pooler that forgets prepared statements, or a migration that changes the result's
+    type: the read still answers, as plain text, and the prepared path is switched off."""
+    client, db, m = user_app(pg_url)
+    assert client.get("/users/1").json() == {"id": 1, "name": "Ann"}
+    with db_session:
+        cursor = db.get_connection().cursor()
+        if change == "statements dropped":
+            cursor.execute("DEALLOCATE ALL")
+        else:
+            table = db.provider.quote_name(m.User._table_)
+            cursor.execute(f"ALTER TABLE {table} ALTER COLUMN name TYPE VARCHAR(60)")
+            cursor.connection.commit()
+    for _ in range(2):
+        assert client.get("/users/1").json() == {"id": 1, "name": "Ann"}
+    assert client.get("/users/2").status == 404
+    loader = loader_for(m.User)
+    assert loader is not None and loader.prepared is not None and not loader.prepared.enabled
+    assert db.pool_stats().in_use == 0
+    db.disconnect()
+
+
+def test_postgres_reads_keep_preparing_after_the_server_dropped_the_connection(
+    pg_url: str,
+) -> None:
+    """A lost connection is not the statement's fault: the read reconnects, as Pony would,
+    and the statement is prepared again on the new connection."""
+    client, db, m = user_app(pg_url)
+    assert client.get("/users/1").json() == {"id": 1, "name": "Ann"}
+    admin = pg_admin()
+    with admin.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            (pg_url.rpartition("application_name=")[2],),
+        )
+    admin.close()
+    for _ in range(2):
+        assert client.get("/users/1").json() == {"id": 1, "name": "Ann"}
+    loader = loader_for(m.User)
+    assert loader is not None and loader.prepared is not None and loader.prepared.enabled
+    with db_session:
+        assert db.get_connection().prepared_statements == {loader.prepared.name}
+    db.disconnect()
+
+
+def test_postgres_get_row_reads_through_the_prepared_statement_too(pg_url: str) -> None:
+    _, db, m = user_app(pg_url)
+    loader = loader_for(m.User)
+    assert loader is not None and loader.prepared is not None
+    for _ in range(2):
+        with db_session:
+            row = socketify.db.get_row(m.User, 1)
+            assert row == {"id": 1, "name": "Ann", "email": "ann@x", "age": None}
+    with db_session:
+        assert db.get_connection().prepared_statements == {loader.prepared.name}
+        with pytest.raises(ObjectNotFound):
+            socketify.db.get_row(m.User, 2)
+    assert loader.prepared.enabled and db.pool_stats().in_use == 0
+    db.disconnect()
+
+
+def test_prepared_statement_names_follow_their_text_never_a_counter() -> None:
+    # Behind a pooler that moves server connections between clients, a name must always
+    # stand for the same statement, whoever prepared it.
+    from socketify.db.providers.pg_prepared import PreparedSelect
+
+    sql = 'SELECT "id", "name" FROM "user" WHERE "id" = %(p1)s'
+    first = PreparedSelect.for_statement(sql, "p1")
+    again = PreparedSelect.for_statement(sql, "p1")
+    other = PreparedSelect.for_statement(sql.replace('"user"', '"team"'), "p1")
+    assert first is not None and again is not None and other is not None
+    assert first.name == again.name != other.name
+    assert (
+        first.prepare_sql
+        == f'PREPARE {first.name} AS SELECT "id", "name" FROM "user" WHERE "id" = $1'
+    )
+    assert PreparedSelect.for_statement(sql + " AND x LIKE '%%'", "p1") is None

@@ -8,7 +8,9 @@ import time
 from typing import Any
 
 import pytest
+from pony.orm import db_session
 
+import socketify.db
 from socketify.db import pool as pool_module
 from socketify.db.pool import BoundedPool, DatabaseUnavailable, PoolTimeout
 
@@ -147,6 +149,30 @@ def test_an_idle_connection_found_closed_is_replaced(recipe: FakeRecipe) -> None
     fresh, is_new = pool.connect()
     assert is_new and fresh is not con
     assert pool.stats().opened == 1
+
+
+def test_a_recipe_that_cannot_check_hands_idle_connections_out_unchecked(
+    recipe: FakeRecipe,
+) -> None:
+    recipe.check_usable = False  # type: ignore[attr-defined]  # as SQLite's recipe says
+    recipe.usable = lambda con: pytest.fail("usable() called")  # type: ignore[method-assign]
+    pool = BoundedPool(recipe, size=1, timeout=0.2)
+    con, _ = pool.connect()
+    pool.release(con)
+    again, is_new = pool.connect()
+    assert again is con and not is_new
+    assert pool.stats() == pool_module.PoolStats(1, 1, 0, 0, 1, 1, 0)
+
+
+def test_a_postgres_connection_closed_while_idle_is_replaced(pg_url: str) -> None:
+    db = socketify.db.connect(pg_url, pool_size=1)
+    with db_session:
+        con = db.get_connection()
+    con.close()  # e.g. the server ended the session while the connection sat idle
+    with db_session:
+        assert db.get_connection() is not con
+    assert db.pool_stats().opened == 1
+    db.disconnect()
 
 
 def test_a_failed_open_is_a_503_and_does_not_leak_the_slot(recipe: FakeRecipe) -> None:

@@ -82,3 +82,52 @@ def test_it_refuses_to_run_inside_a_session(sqlite_url: str) -> None:
         run_in_db_session(lambda: None)
     assert_no_session_left(db)
     db.disconnect()
+
+
+def detached(cache: Any, objects: list[Any]) -> dict[str, Any]:
+    """What a released session leaves on its cache and on the objects it loaded."""
+    fields = [
+        "objects", "objects_to_save", "saved_objects", "query_results", "indexes", "seeds",
+        "for_update", "max_id_cache", "modified_collections", "collection_statistics",
+        "dbvals_deduplication_cache", "is_alive", "connection",
+    ]  # fmt: skip
+    return {
+        "cache": {name: getattr(cache, name) for name in fields},
+        "objects": [
+            (
+                type(obj).__name__,
+                obj._pkval_,
+                obj._dbvals_,
+                obj._session_cache_,
+                sorted((attr.name, value is None) for attr, value in obj._vals_.items()),
+            )
+            for obj in objects
+        ],
+    }
+
+
+@pytest.mark.parametrize("collection", ["partly loaded", "fully loaded"])
+def test_a_read_only_end_releases_the_cache_as_ponys_own_end(any_url: str, collection: str) -> None:
+    """The fast end of a read is Pony's commit-and-release, compared field by field (Pony's
+    commit also sets `immediate` on the cache it then throws away, which is not compared)."""
+    db = socketify.db.connect(any_url, pool_size=1)
+    m = define(db)
+    with db_session:
+        ann = m.User(name="Ann", email="ann@x")
+        m.Todo(title="one", owner=ann)
+        m.Todo(title="two", owner=ann)
+
+    def read() -> tuple[Any, list[Any]]:
+        user = m.User[1]
+        todo = m.Todo[1]  # its owner is loaded: Pony adds it to user.todos, not fully loaded
+        if collection == "fully loaded":
+            assert len(list(user.todos)) == 2
+        return pony_core.local.db2cache[db], [user, todo]
+
+    ours = run_in_db_session(read)
+    assert_no_session_left(db)
+    with db_session:
+        theirs = read()
+    assert detached(*ours) == detached(*theirs)
+    assert ours[1][0]._vals_[m.User.todos] is None if collection == "partly loaded" else True
+    db.disconnect()

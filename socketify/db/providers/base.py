@@ -21,7 +21,7 @@ from pony.orm.dbapiprovider import wrap_dbapi_exceptions
 
 from socketify.db.pool import BoundedPool
 
-__all__ = ["POOL_SIZE", "POOL_TIMEOUT", "PonyRecipe", "Pooled"]
+__all__ = ["POOL_SIZE", "POOL_TIMEOUT", "PonyRecipe", "Pooled", "raise_translated"]
 
 # Keyword arguments `connect()` passes through Pony's `bind()`; popped before the driver.
 POOL_SIZE = "socketify_pool_size"
@@ -66,6 +66,11 @@ class PonyRecipe:
 
 class Pooled:
     """Mixin for a Pony provider: `get_pool` returns a `BoundedPool` around Pony's recipe."""
+
+    # True when a session that has not written reads in autocommit mode and `prepare_read`
+    # is all Pony's `set_transaction_mode` does for it (SQLite, PostgreSQL; not MySQL, whose
+    # sessions Pony marks immediate on connecting).
+    session_reads_in_autocommit = False
 
     def make_recipe(self, pony_pool: Any) -> PonyRecipe:
         """The recipe for this dialect's connections."""
@@ -129,7 +134,7 @@ class Pooled:
                 if flags is not None:
                     flags.keep_traceback = False
         except Exception as error:
-            _raise_translated(self, error)
+            raise_translated(self, error)
         return None
 
     def execute_plain(self, cursor: Any, sql: str, arguments: Any) -> None:
@@ -138,7 +143,7 @@ class Pooled:
         try:
             cursor.execute(sql, arguments)
         except Exception as error:
-            _raise_translated(self, error)
+            raise_translated(self, error)
 
     def prepare_read(self, connection: Any) -> None:
         """Make a pooled connection ready for a read outside any transaction, as Pony's
@@ -149,6 +154,6 @@ class Pooled:
 
 
 @wrap_dbapi_exceptions
-def _raise_translated(provider: Any, error: Exception) -> None:
+def raise_translated(provider: Any, error: Exception) -> None:
     """Raise `error` inside Pony's decorator, which turns a driver error into Pony's own."""
     raise error

@@ -22,18 +22,22 @@ import psycopg2.extensions as extensions
 __all__ = ["GreenConnection", "close_watchers", "cooperate_with_gevent"]
 
 _READ, _WRITE = 1, 2  # libev's event masks
+_POLL_OK, _POLL_READ, _POLL_WRITE = extensions.POLL_OK, extensions.POLL_READ, extensions.POLL_WRITE
+_get_hub: Any = None  # gevent's get_hub, set when the callback is installed
 
 
 class GreenConnection(extensions.connection):
-    """A psycopg2 connection that keeps its gevent watchers between queries."""
+    """A psycopg2 connection that keeps its gevent watchers and prepared statements."""
 
-    __slots__ = ("green_watchers",)
+    __slots__ = ("green_watchers", "prepared_statements")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # connecting waits the usual way: libpq may try
         # several addresses, each on a socket of its own, so the descriptor is not final yet.
         # (hub, read watcher, write watcher), made on the first wait once connected.
         self.green_watchers: tuple[Any, Any, Any] | None = None
+        # Names of the statements prepared on this connection (see pg_prepared).
+        self.prepared_statements: set[str] = set()
 
 
 def close_watchers(con: Any) -> None:
@@ -47,29 +51,34 @@ def close_watchers(con: Any) -> None:
 
 def cooperate_with_gevent() -> None:
     """In a monkey-patched process, install the wait callback (once)."""
+    global _get_hub
     monkey = sys.modules.get("gevent.monkey")
     if monkey is None or not monkey.is_module_patched("socket"):
         return
     if extensions.get_wait_callback() is not None:
         return
+    from gevent.hub import get_hub  # here, not at import: only a patched process needs it
+
+    _get_hub = get_hub
     extensions.set_wait_callback(_wait)
 
 
 def _wait(con: Any, timeout: float | None = None) -> None:
-    from gevent.hub import get_hub
-
-    ok, read, write = extensions.POLL_OK, extensions.POLL_READ, extensions.POLL_WRITE
     while True:
         state = con.poll()
-        if state == ok:
+        if state == _POLL_OK:
             return
-        if state != read and state != write:
+        if state != _POLL_READ and state != _POLL_WRITE:
             raise extensions.OperationalError(f"unexpected psycopg2 poll state {state}")
-        watchers = _kept_watchers(con, get_hub()) if timeout is None else None
-        if watchers is not None:
-            watchers[0].wait(watchers[1] if state == read else watchers[2])
+        hub = _get_hub()
+        # PERF: a pooled connection's watchers are read inline, made on its first wait.
+        watchers: Any = getattr(con, "green_watchers", False) if timeout is None else False
+        if watchers is None:
+            watchers = _kept_watchers(con, hub)
+        if watchers and watchers[0] is hub:
+            hub.wait(watchers[1] if state == _POLL_READ else watchers[2])
         else:  # not one of ours, another thread's hub, or a timeout to honour
-            _wait_once(con.fileno(), state == read, timeout)
+            _wait_once(con.fileno(), state == _POLL_READ, timeout)
 
 
 def _kept_watchers(con: Any, hub: Any) -> tuple[Any, Any, Any] | None:

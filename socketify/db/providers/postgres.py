@@ -9,6 +9,7 @@ from pony.orm.dbproviders.postgres import PGProvider
 from socketify.db.pool import BoundedPool
 from socketify.db.providers.base import PonyRecipe, Pooled
 from socketify.db.providers.pg_green import GreenConnection, close_watchers, cooperate_with_gevent
+from socketify.db.providers.pg_prepared import PreparedSelect
 
 __all__ = ["SCHEMA", "PostgresRecipe", "Provider"]
 
@@ -21,6 +22,10 @@ class PostgresRecipe(PonyRecipe):
     def prepare(self, con: Any) -> None:
         cooperate_with_gevent()
 
+    def usable(self, con: Any) -> bool:
+        """psycopg2's own flag (the generic check would look `open` up and fail each time)."""
+        return not con.closed
+
     def close(self, con: Any) -> None:
         """Close the connection and the gevent watchers it kept."""
         close_watchers(con)
@@ -29,6 +34,8 @@ class PostgresRecipe(PonyRecipe):
 
 class Provider(Pooled, PGProvider):
     """Pony's PostgreSQL provider with a bounded pool and, optionally, a schema of its own."""
+
+    session_reads_in_autocommit = True
 
     def get_pool(self, *args: Any, **kwargs: Any) -> BoundedPool:
         """A bounded pool; with `schema=` every connection searches that schema first."""
@@ -59,6 +66,10 @@ class Provider(Pooled, PGProvider):
         """Autocommit, as Pony's `set_transaction_mode` leaves a session that has not written."""
         if not connection.autocommit:
             connection.autocommit = True
+
+    def prepared_select(self, sql: str, shape: Any) -> PreparedSelect | None:
+        """The primary-key loader's statement as a prepared statement, when it can be one."""
+        return PreparedSelect.for_statement(sql, shape)
 
     def adopt_gevent(self) -> None:
         """The process was monkey-patched after connecting: make psycopg2 cooperative now."""

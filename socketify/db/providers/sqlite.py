@@ -17,6 +17,9 @@ __all__ = ["Provider", "SQLiteRecipe"]
 class SQLiteRecipe(PonyRecipe):
     """SQLite connections: WAL journal for files (readers never wait for the writer)."""
 
+    # A sqlite3 connection has neither `closed` nor `open`: `usable` would always say True.
+    check_usable = False
+
     def __init__(self, pony_pool: Any, memory: bool) -> None:
         super().__init__(pony_pool)
         self.memory = memory
@@ -38,6 +41,8 @@ class SQLiteRecipe(PonyRecipe):
 
 class Provider(Pooled, SQLiteProvider):
     """Pony's SQLite provider with a bounded pool."""
+
+    session_reads_in_autocommit = True
 
     def make_recipe(self, pony_pool: Any) -> PonyRecipe:
         """SQLite's recipe; knows whether the database lives in memory."""
