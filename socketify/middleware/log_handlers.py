@@ -28,12 +28,12 @@ is made cheap:
 
 from __future__ import annotations
 
+import _thread
 import io
 import logging
 import os
 import sys
 import time
-from threading import get_ident
 from typing import Any
 
 __all__ = ["BATCH_BYTES", "AccessLogFileHandler", "AccessLogHandler", "LineSink"]
@@ -298,6 +298,19 @@ def _direct_handlers(logger: logging.Logger) -> list[_OneWrite] | None:
         if not isinstance(handler, _OneWrite) or handler.formatter or handler.filters:
             return None
     return handlers  # type: ignore[return-value]  # all _OneWrite, checked just above
+
+
+def _os_thread_ident() -> Any:
+    """`_thread.get_ident` as CPython has it, even when gevent patched it before this import:
+    a batch belongs to one OS thread's hub, and a patched one answers per greenlet (every
+    line would then be written alone)."""
+    monkey = sys.modules.get("gevent.monkey")
+    if monkey is not None and monkey.is_module_patched("_thread"):
+        return monkey.get_original("_thread", "get_ident")
+    return _thread.get_ident
+
+
+get_ident = _os_thread_ident()
 
 
 # PERF: counted at fork instead of calling os.getpid() (a system call) for every line.

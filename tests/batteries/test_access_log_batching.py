@@ -218,3 +218,25 @@ def test_a_short_write_of_a_batch_is_completed(
     gevent.sleep(0)
     assert log_file.read_text() == "first line\nsecond line\n"
     assert len(sizes) >= 2
+
+
+def test_batching_survives_gevent_patching_threads_before_the_import() -> None:
+    # A script that runs `monkey.patch_all()` first imports us with a patched get_ident,
+    # which answers per greenlet: lines of two greenlets must still share one batch.
+    import subprocess
+    import sys
+
+    script = """
+import gevent.monkey
+gevent.monkey.patch_all()
+import gevent
+from socketify.middleware import log_handlers
+assert log_handlers.get_ident is gevent.monkey.get_original("_thread", "get_ident")
+ids = {gevent.spawn(log_handlers.get_ident).get() for _ in range(3)}
+assert len(ids) == 1, ids
+print("ok")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip() == "ok", done.stderr
