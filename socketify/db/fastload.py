@@ -346,6 +346,15 @@ class PkLoader:
                 except Exception:  # unhashable
                     pass
             dbvals[attr] = value
+        obj = self._new_loaded(cache, cache_index, pkval)
+        obj._dbvals_ = dbvals
+        vals = obj._vals_ = {self.pk: pkval}
+        vals.update(dbvals)
+        return obj
+
+    def _new_loaded(self, cache: Any, cache_index: dict[Any, Any], pkval: Any) -> Any:
+        """A new object of the entity in the session's identity map, as Pony makes one for
+        a row it loads (`_new_` and the bookkeeping of `_get_from_identity_map_`)."""
         obj = object.__new__(self.cls)
         cache.objects.add(obj)
         obj._pkval_ = pkval
@@ -356,9 +365,6 @@ class PkLoader:
         obj._newid_ = None
         obj._wbits_ = 0
         obj._rbits_ = self.rbits
-        obj._dbvals_ = dbvals
-        vals = obj._vals_ = {self.pk: pkval}
-        vals.update(dbvals)
         return obj
 
     def _build(self, cache: Any, row: Any, key: Any) -> Any:
@@ -391,16 +397,7 @@ class PkLoader:
             obj._db_set_(dbvals)
             cls._set_rbits((obj,), {self.pk: key})
             return obj
-        obj = object.__new__(cls)
-        cache.objects.add(obj)
-        obj._pkval_ = pkval
-        obj._status_ = "loaded"
-        obj._save_pos_ = None
-        obj._session_cache_ = cache
-        cache_index[pkval] = obj
-        obj._newid_ = None
-        obj._wbits_ = 0
-        obj._rbits_ = self.rbits
+        obj = self._new_loaded(cache, cache_index, pkval)
         vals = {self.pk: pkval}
         obj._vals_ = vals
         if self.has_reverse:

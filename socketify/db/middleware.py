@@ -27,7 +27,7 @@ from pony.orm import core as orm_core
 
 from socketify.db import green
 from socketify.db.errors import ErrorAnswer, answer_for
-from socketify.db.session import abort_session, end_session, enter_session
+from socketify.db.session import run_in_db_session
 
 __all__ = ["middleware", "transactional"]
 
@@ -65,15 +65,7 @@ def run_in_session(call: Callable[[], Any], res: Any) -> Any:
         # rolling everything back; answering here would let the outer session commit.
         return call()
     try:
-        # PERF: `run_in_db_session` written out, one frame less per request.
-        enter_session(state)
-        try:
-            result = call()
-        except BaseException as exc:
-            abort_session(state, exc)
-            raise
-        end_session(state)
-        return result
+        return run_in_db_session(call, state)
     except Exception as exc:
         answer = answer_for(exc)
         if answer is None:

@@ -5,8 +5,8 @@ gevent is greenlet-local; every attribute read of such an object costs about as 
 ordinary ones, and Pony's enter and exit read and write it a dozen times. These functions work
 on the greenlet's own dictionary of that object (`state`, fetched once) and do what Pony's
 default `db_session` does on entering and leaving: `enter_session(state)`, then
-`end_session(state)` when the work returned or `abort_session(state)` when it raised (the
-middleware calls them around the rest of its chain; `run_in_db_session` around a call).
+`end_session(state)` when the work returned or `abort_session(state)` when it raised;
+`run_in_db_session(call)` does the three around a call (the middleware's way in).
 
 The ending that matters for speed — a session that only read, on one database, outside any
 transaction — is Pony's commit-and-release reduced to what it does there: release the session
@@ -52,9 +52,13 @@ _num_counter = core.num_counter  # numbers Pony's session caches in creation ord
 _HAS_COLLECTIONS = "_socketify_has_collections_"
 
 
-def run_in_db_session(call: Callable[[], T]) -> T:
-    """Run `call()` as the outermost `db_session`: commit when it returns, roll back if not."""
-    state = core.local.__dict__
+def run_in_db_session(call: Callable[[], T], state: dict[str, Any] | None = None) -> T:
+    """Run `call()` as the outermost `db_session`: commit when it returns, roll back if not.
+
+    `state`: the greenlet's Pony state (`core.local.__dict__`) when the caller has it already.
+    """
+    if state is None:
+        state = core.local.__dict__
     enter_session(state)
     try:
         result = call()
