@@ -6,6 +6,7 @@ import io
 import logging as std_logging
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -31,7 +32,7 @@ class Capture(std_logging.Handler):
 
 
 @pytest.fixture
-def capture() -> Capture:
+def capture() -> Iterator[Capture]:
     logger = std_logging.getLogger("socketify.access")
     handler = Capture()
     logger.addHandler(handler)
@@ -50,15 +51,15 @@ def app(*middleware: object, trust_proxy: bool = False) -> TestClient:
         server.use(mw)  # type: ignore[arg-type]
 
     @server.get("/x")
-    def x(req, res):  # type: ignore[no-untyped-def]
+    def x(req, res):
         res.send("Hello, world!")
 
     @server.get("/boom")
-    def boom(req, res):  # type: ignore[no-untyped-def]
+    def boom(req, res):
         raise RuntimeError("kaboom")
 
     @server.get("/teapot")
-    def teapot(req, res):  # type: ignore[no-untyped-def]
+    def teapot(req, res):
         raise HTTPError(418, "short and stout")
 
     return TestClient(server, remote_addr="127.0.0.1")
@@ -80,7 +81,7 @@ def test_404_is_logged_as_404_with_warning(capture: Capture) -> None:
 
 
 def test_404_from_a_middleware_that_stops_is_logged_as_404(capture: Capture) -> None:
-    def stop(req, res, next):  # type: ignore[no-untyped-def]
+    def stop(req, res, next):
         return None
 
     assert app(logging.middleware(), stop).get("/x").status == 404
@@ -184,7 +185,7 @@ def test_records_made_after_a_fork_carry_the_childs_pid(capture: Capture) -> Non
 def test_a_custom_record_factory_is_respected(capture: Capture) -> None:
     original = std_logging.getLogRecordFactory()
 
-    def factory(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def factory(*args, **kwargs):
         record = original(*args, **kwargs)
         record.tenant = "acme"
         return record
@@ -260,7 +261,7 @@ def test_an_http_error_with_an_odd_status_is_logged_as_raised(caplog) -> None:
     server.use(logging.middleware())
 
     @server.get("/odd")
-    def odd(req, res):  # type: ignore[no-untyped-def]
+    def odd(req, res):
         raise HTTPError(1000, "odd")
 
     with caplog.at_level("INFO", logger="socketify.access"):

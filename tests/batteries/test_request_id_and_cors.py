@@ -17,11 +17,11 @@ def app(*middleware: object) -> TestClient:
         server.use(mw)  # type: ignore[arg-type]
 
     @server.get("/rid")
-    def rid(req, res):  # type: ignore[no-untyped-def]
+    def rid(req, res):
         res.json({"header": req.header("X-Request-Id")})
 
     @server.any("/thing")
-    def thing(req, res):  # type: ignore[no-untyped-def]
+    def thing(req, res):
         res.send(f"{req.method} thing")
 
     return TestClient(server)
@@ -137,7 +137,7 @@ def test_reflect_origin() -> None:
 
 
 def test_vary_is_appended_not_replaced() -> None:
-    def vary_first(req, res, next):  # type: ignore[no-untyped-def]
+    def vary_first(req, res, next):
         res.set_header("Vary", "Accept-Language")
         next()
 
