@@ -51,6 +51,7 @@ _METHOD = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 MALFORMED_PATH = "Malformed percent-encoding in path"
 MATCHES_KEPT = 2048  # parametrised paths whose match the router remembers (see Router)
+MATCH_PATH_MAX = 256  # longer paths are matched every time (the memory stays under ~1 MiB)
 
 
 def split_path(raw_path: str) -> list[str]:
@@ -354,7 +355,8 @@ class Router:
         self.static_paths: dict[str, dict[str, Route]] = {}
         # PERF: (method, raw path) -> (route, params) of parametrised paths found in the trie
         # (`/users/1` asked again and again), so a repeat costs a lookup and a dict copy.
-        # Bounded: emptied when full, so paths a client invents cost memory only up to this.
+        # Bounded: emptied when full, and only short paths are kept, so paths a client
+        # invents cost little memory.
         self._matches: dict[tuple[str, str], tuple[Route, dict[str, str]]] = {}
         self._frozen = False
 
@@ -469,7 +471,7 @@ class Router:
             if not (route.params or route.wildcard):
                 return route, None, None
             params = route.extract(segments)
-            if self._frozen:
+            if self._frozen and len(raw_path) <= MATCH_PATH_MAX:
                 if len(self._matches) >= MATCHES_KEPT:
                     self._matches.clear()
                 self._matches[key] = (route, params)

@@ -448,6 +448,10 @@ def test_remembered_matches_are_bounded(monkeypatch) -> None:
         assert router.find("GET", f"/files/a/{n}") == (route, {"rest": f"a/{n}"}, None)
         assert len(router._matches) <= 4
     assert router.find("GET", "/files/a/49") == (route, {"rest": "a/49"}, None)
+    router._matches.clear()
+    long_path = "/files/" + "x" * socketify.routing.MATCH_PATH_MAX
+    assert router.find("GET", long_path) == (route, {"rest": long_path[7:]}, None)
+    assert router._matches == {}  # long paths are never remembered
 
 
 def test_options_asterisk_lists_every_method_the_server_answers(call) -> None:
