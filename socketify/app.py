@@ -30,7 +30,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from socketify.chain import Plan, Walk, run_flat
+from socketify.chain import Plan, Walk
 from socketify.errors import HTTPError
 from socketify.middleware.compression import resolve as resolve_compression
 from socketify.options import ServerOptions
@@ -123,8 +123,8 @@ class Server(Registrar):
                 self._dispatch(req, res)
             else:
                 # The global middleware, then the dispatch (inline: a call less per request).
-                if plan.flat:
-                    reached = run_flat(plan, req, res)
+                if plan.run is not None:
+                    reached = plan.run(req, res)
                 else:
                     walk = Walk(plan, req, res)
                     walk.run(0)
@@ -177,8 +177,8 @@ class Server(Registrar):
         plan = route.plan
         if plan is None:
             route.handler(req, res)
-        elif plan.flat:
-            run_flat(plan, req, res)
+        elif plan.run is not None:
+            plan.run(req, res)
         else:
             Walk(plan, req, res).run(0)
         if not res._ended:  # PERF: the slot, not the `ended` property, on every request

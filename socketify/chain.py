@@ -17,10 +17,14 @@ chain" rule and the exceptions seen are exactly those of the `(req, res, next)` 
 - `after(req, res, error)`: runs once the rest of the chain has finished, like code after
   `next()`; `error` is the exception leaving the rest of the chain (re-raised after the hook)
   or None. It does not run when its own `before` stopped the chain.
+
+A chain made only of hooked middleware runs as one function generated when it is frozen
+(`flat_runner`); a middleware with only an `after` hook costs nothing on the way in.
 """
 
 from __future__ import annotations
 
+import linecache
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -29,7 +33,7 @@ if TYPE_CHECKING:
     from socketify.request import Request
     from socketify.response import Response
 
-__all__ = ["Hooked", "Plan", "Walk", "hooked"]
+__all__ = ["Hooked", "Plan", "Walk", "flat_runner", "hooked"]
 
 Before = Callable[["Request", "Response"], bool]
 After = Callable[["Request", "Response", "BaseException | None"], None]
@@ -73,18 +77,9 @@ def hooked(before: Before | None = None, after: After | None = None, *, name: st
 
 
 class Plan:
-    """One frozen chain: its elements, and the hooks of those that are `Hooked`."""
+    """One frozen chain: its elements, the hooks of those that are `Hooked`, and its runner."""
 
-    __slots__ = (
-        "afters",
-        "afters_within",
-        "befores",
-        "dispatch",
-        "flat",
-        "handlers",
-        "last",
-        "middleware_befores",
-    )
+    __slots__ = ("afters", "befores", "dispatch", "flat", "handlers", "last", "run")
 
     def __init__(
         self,
@@ -102,14 +97,11 @@ class Plan:
         self.afters: tuple[After | None, ...] = tuple(
             h.after if type(h) is Hooked else None for h in self.handlers
         )
-        # Every middleware Hooked: `run_flat` walks the chain in one loop, no Walk at all.
-        self.flat = all(type(h) is Hooked for h in self.handlers[: self.last])
-        self.middleware_befores = self.befores[: self.last]
-        # PERF: for `run_flat`: the after hooks of the first `went_on` elements, innermost
-        # first, for each possible `went_on` (most middleware has no after hook).
-        self.afters_within: tuple[tuple[After, ...], ...] = tuple(
-            tuple(after for after in reversed(self.afters[:went_on]) if after is not None)
-            for went_on in range(self.last + 1)
+        # Every middleware Hooked: the chain runs as one generated function, no Walk at all.
+        chain = [h for h in self.handlers[: self.last] if type(h) is Hooked]
+        self.flat = len(chain) == self.last
+        self.run: Callable[[Request, Response], bool] | None = (
+            flat_runner(chain, dispatch or self.handlers[-1]) if self.flat else None
         )
 
 
@@ -117,41 +109,76 @@ def _go_on(req: Request, res: Response) -> bool:
     return True
 
 
-def run_flat(plan: Plan, req: Request, res: Response) -> bool:
-    """Walk a chain of hooked middleware only (`plan.flat`); True if the end was reached.
+def flat_runner(
+    chain: Sequence[Hooked], end: Callable[[Request, Response], None]
+) -> Callable[[Request, Response], bool]:
+    """`run(req, res) -> reached the end`: the chain of hooked middleware, then `end`.
 
-    The same order and rules as `Walk.run`, unrolled: the `before` hooks in a loop, then the
-    `after` hooks of those that went on, innermost first, each seeing the exception that left
-    the chain below it (or that an inner `after` raised), which is re-raised at the end.
+    PERF: resolved once when the chain is frozen, like a dataclass's generated `__init__`:
+    straight-line code calling each hook by name, so a request pays no loop, no lookups in
+    the plan and nothing for a hook that is absent. A middleware with only an after hook is
+    not called on the way in: it would only go on, and as nothing runs between it and the
+    next before hook, that it started is known without calling it.
+
+    The rules are those of `Walk.run`: a before that returns False or leaves the response
+    ended stops the chain; then the after hooks of the elements that started and went on
+    (`went_on` counts them) run innermost first, each seeing the exception that left the
+    chain below it (or that an inner after raised), which is re-raised at the end.
     """
-    went_on = 0  # how many before hooks said "go on"
-    reached = False
-    error: BaseException | None = None
-    try:
-        for before in plan.middleware_befores:
-            if res._ended or not before(req, res):  # type: ignore[misc]  # flat: no None
-                break
-            went_on += 1
-        else:
-            if not res._ended:
-                reached = True
-                if plan.dispatch is not None:
-                    plan.dispatch(req, res)
-                else:
-                    plan.handlers[-1](req, res)
-    except BaseException as exc:
-        error = exc
-    for after in plan.afters_within[went_on]:
-        try:
-            after(req, res, error)
-        except BaseException as exc:
-            error = exc
-    if error is not None:
-        try:
-            raise error
-        finally:
-            error = None  # the traceback holds this frame: no cycle left for the gc
-    return reached
+    names: dict[str, Any] = {"end": end}
+    walk = ["while True:  # runs once; `break` is where the chain stopped"]
+    for index, middleware in enumerate(chain):
+        if middleware.before is None:
+            continue
+        names[f"before_{index}"] = middleware.before
+        walk += [
+            f"    went_on = {index}",
+            f"    if not before_{index}(req, res):",
+            "        break",
+            "    if res._ended:",
+            f"        went_on = {index + 1}",
+            "        break",
+        ]
+    walk += [f"    went_on = {len(chain)}", "    end(req, res)", "    break"]
+    afters = [(index, m.after) for index, m in enumerate(chain) if m.after is not None]
+    lines = ["def run(req, res):", "    went_on = 0"]
+    if not afters:  # an exception simply leaves
+        lines += ["    if not res._ended:"] + [f"        {line}" for line in walk]
+    else:
+        lines += ["    error = None", "    try:", "        if not res._ended:"]
+        lines += [f"            {line}" for line in walk]
+        lines += ["    except BaseException as exc:", "        error = exc"]
+        for index, after in reversed(afters):  # innermost first
+            names[f"after_{index}"] = after
+            lines += [
+                f"    if went_on > {index}:",
+                "        try:",
+                f"            after_{index}(req, res, error)",
+                "        except BaseException as exc:",
+                "            error = exc",
+            ]
+        lines += [
+            "    if error is not None:",
+            "        try:",
+            "            raise error",
+            "        finally:",
+            "            error = None  # the traceback holds this frame: no cycle for the gc",
+        ]
+    lines.append(f"    return went_on == {len(chain)}")
+    return _compiled("\n".join(lines) + "\n", names, chain)
+
+
+def _compiled(
+    source: str, names: dict[str, Any], chain: Sequence[Hooked]
+) -> Callable[[Request, Response], bool]:
+    """The `run` that `source` defines, with `names` as its globals."""
+    label = ", ".join(m.__name__ for m in chain) or "no middleware"
+    filename = f"<socketify chain: {label}>"
+    # Tracebacks through the chain show the generated lines.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), names)  # our own source: names and numbers only
+    run: Callable[[Request, Response], bool] = names["run"]
+    return run
 
 
 class Walk:

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from socketify import Request, Response, Server
-from socketify.chain import Hooked, hooked
+from socketify.chain import Hooked, Plan, hooked
 from socketify.errors import HTTPError
+from socketify.protocol.http11 import RequestHead
 from socketify.testing import TestClient
 
 
@@ -127,7 +128,55 @@ SCENARIOS = {
         )
         for where in ("c", "d", "handler")
     },
+    # After-only hooks (not called on the way in by a flat chain) around a hook that goes on, stops,
+    # ends the response but goes on, or raises.
+    **{
+        f"after-only hooks, c {how}": (
+            lambda log, how=how: [
+                _after_only(log, "x0"),
+                _recorder(log, "a"),
+                _after_only(log, "x1"),
+                _acting(log, "c", how),
+                _after_only(log, "x2"),
+                _recorder(log, "e"),
+                _after_only(log, "x3"),
+            ],
+            _fails if how == "goes on to a failing handler" else _ok,
+            "/x",
+        )
+        for how in (
+            "goes on",
+            "stops",
+            "ends and goes on",
+            "raises",
+            "goes on to a failing handler",
+        )
+    },
+    "only after-only hooks": (
+        lambda log: [_after_only(log, "x0"), _after_only(log, "x1")],
+        _ok,
+        "/x",
+    ),
 }
+
+
+def _after_only(log: list[str], name: str) -> Hooked:
+    def after(req: Request, res: Response, error: BaseException | None) -> None:
+        log.append(f"<{name}:{type(error).__name__ if error else 'ok'}")
+
+    return hooked(after=after, name=name)
+
+
+def _acting(log: list[str], name: str, how: str) -> Hooked:
+    def before(req: Request, res: Response) -> bool:
+        log.append(f"{name}>")
+        if how == "raises":
+            raise RuntimeError(f"{name} failed before")
+        if how in ("stops", "ends and goes on"):
+            res.send(f"ended by {name}\n")
+        return how != "stops"
+
+    return hooked(before, name=name)
 
 
 def _before_only(log: list[str], name: str, *, stop: bool = False) -> Hooked:
@@ -155,6 +204,21 @@ def test_hooked_middleware_in_a_plan_matches_the_next_form(scenario: str) -> Non
     slow = _run(lambda log: [m if not isinstance(m, Hooked) else _as_plain(m) for m in build(log)],
                 handler, path)  # fmt: skip
     assert fast == slow
+
+
+def test_after_only_hooks_run_when_reached_even_though_not_called_on_the_way_in() -> None:
+    build, handler, path = SCENARIOS["after-only hooks, c ends and goes on"]
+    log, _status, text = _run(build, handler, path)
+    # x2 was never started (the response ended in c), so its after does not run.
+    assert log == ["a>", "c>", "<x1:ok", "<a:ok", "<x0:ok"]
+    assert text == "ended by c\n"
+    build, handler, path = SCENARIOS["after-only hooks, c raises"]
+    log, status, _text = _run(build, handler, path)
+    assert log == ["a>", "c>", "<x1:RuntimeError", "<a:RuntimeError", "<x0:RuntimeError"]
+    assert status == 500
+    build, handler, path = SCENARIOS["only after-only hooks"]
+    log, status, _text = _run(build, handler, path)
+    assert (log, status) == (["<x1:ok", "<x0:ok"], 200)
 
 
 def test_after_hooks_run_in_reverse_order_and_see_the_error() -> None:
@@ -214,3 +278,27 @@ def test_hooked_middleware_is_an_ordinary_callable_middleware() -> None:
     assert calls == ["next"]
     assert log == ["a>", "<a:ok"]
     assert repr(middleware) == "<middleware a>"
+
+
+def test_a_long_chain_of_hooked_middleware_runs_in_order() -> None:
+    log: list[str] = []
+    chain = [_recorder(log, f"m{number}") for number in range(60)]
+    _log, status, text = _run(lambda _: chain, _ok, "/x")
+    assert (status, text) == (200, "ok\n")
+    assert log == [f"m{n}>" for n in range(60)] + [f"<m{n}:ok" for n in reversed(range(60))]
+
+
+def test_a_traceback_through_a_flat_chain_shows_its_generated_lines() -> None:
+    import traceback
+
+    def broken(req: Request, res: Response) -> bool:
+        raise ValueError("broken before")
+
+    plan = Plan([hooked(broken, name="broken")], lambda req, res: None)
+    assert plan.run is not None
+    req = Request(RequestHead("GET", "/", "/", "", "HTTP/1.1", []), b"", "127.0.0.1")
+    with pytest.raises(ValueError) as caught:
+        plan.run(req, Response(req))
+    shown = "".join(traceback.format_exception(caught.value))
+    assert "<socketify chain: broken>" in shown
+    assert "if not before_0(req, res):" in shown
