@@ -11,6 +11,7 @@ cached (SPEC §5.7 claimed lazy parsing and did not do it). Form and multipart p
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
 
@@ -85,7 +86,7 @@ class Request:
         "head",
         "method",
         "remote_addr",
-        "timer",
+        "started_ns",
         "trust_proxy",
     )
 
@@ -113,15 +114,15 @@ class Request:
         self._scheme = scheme
         self.client_cert: dict[str, Any] | None = None  # the verified peer certificate (mTLS)
         self._headers: Headers | None = None
-        self._fields: list[tuple[str, str]] | None = None  # the head's, once a header was set
-        self._own_by_name: dict[str, str] | None = None  # by_name() with _fields' changes
+        self._fields: list[tuple[str, str]] | None = None  # with _set_field's changes, built late
+        self._own_by_name: dict[str, str] | None = None  # by_name() with _set_field's changes
         self._query: MultiDict | None = None
         self._cookies: dict[str, str] | None = None
         self._params: dict[str, str] | None = None
         self._locals: dict[str, Any] | None = None
         self._path: str | None = None
         self._remote_ip: str | None = None
-        self.timer = 0.0  # perf_counter() when the access log started timing the request
+        self.started_ns = perf_counter_ns()  # when the request began: access logs time it
 
     # -- request line ---------------------------------------------------------------------
 
@@ -160,32 +161,42 @@ class Request:
         """Case-insensitive header mapping; repeated fields are joined with ", "."""
         headers = self._headers
         if headers is None:
-            fields = self._fields if self._fields is not None else self.head.headers
-            headers = self._headers = Headers(fields)
+            headers = self._headers = Headers(self._field_list())
         return headers
 
-    def _set_field(self, lower: str, value: str, *, present: bool = True) -> None:
+    def _set_field(self, lower: str, value: str) -> None:
         """Set header `lower` (lower-cased) to `value` as downstream code will read it.
 
-        PERF: what `req.headers[name] = value` does without building the mapping: a copy of
-        the parser's list (its head is shared with identical requests), the old value out.
-        `present=False` says the caller saw no such header, so the copy just appends.
+        PERF: what `req.headers[name] = value` does without building the mapping: only a copy
+        of the head's name map changes (the head is shared with identical requests); the field
+        list is rebuilt from it if someone asks for it (`_field_list`).
         """
         if self._headers is not None:
             self._headers[lower] = value
             return
-        fields = self._fields if self._fields is not None else self.head.headers
-        if present:
-            self._fields = [field for field in fields if field[0] != lower]
-            self._fields.append((lower, value))
-        else:
-            self._fields = [*fields, (lower, value)]
-        # PERF: lookups after a change stay one dict get (a copy of the head's shared map).
         by_name = self._own_by_name
         if by_name is None:
             head = self.head
             by_name = self._own_by_name = (head._by_name or head.by_name()).copy()
         by_name[lower] = value
+        self._fields = None
+
+    def _field_list(self) -> list[tuple[str, str]]:
+        """The header fields as downstream code sees them: the head's, with `_set_field`'s."""
+        fields = self._fields
+        if fields is not None:
+            return fields
+        head = self.head
+        own = self._own_by_name
+        if own is None:
+            return head.headers
+        shared = head._by_name or head.by_name()
+        changed = {name: value for name, value in own.items() if shared.get(name) != value}
+        # A changed name's fields (repeats too) give way to its one new field, at the end.
+        fields = [field for field in head.headers if field[0] not in changed]
+        fields.extend(changed.items())
+        self._fields = fields
+        return fields
 
     def header(self, name: str, default: str = "") -> str:
         """Return the value of header `name` (repeats joined with ", "), or `default`."""
@@ -282,8 +293,7 @@ class Request:
             if self._headers is not None:  # middleware may have rewritten the headers
                 lines = self._headers.getall("cookie")
             else:
-                fields = self._fields if self._fields is not None else self.head.headers
-                lines = [value for name, value in fields if name == "cookie"]
+                lines = [value for name, value in self._field_list() if name == "cookie"]
             cookies = {}
             for line in lines:
                 cookies.update(parse_cookie_header(line))

@@ -178,7 +178,7 @@ def test_requests_sharing_one_parsed_head_keep_their_own_headers_and_params() ->
 def test_a_field_set_without_the_mapping_reads_back_everywhere(make_request) -> None:
     req = make_request("GET", "/", [("X-A", "old"), ("Cookie", "a=1"), ("x-a", "older")])
     req._set_field("x-a", "new")
-    req._set_field("x-b", "added", present=False)
+    req._set_field("x-b", "added")
     assert req._headers is None  # no mapping was needed for that
     assert req.header("X-A") == "new" and req.header("x-b") == "added"
     assert req.headers.getall("x-a") == ["new"] and req.headers["X-B"] == "added"
@@ -194,7 +194,7 @@ def test_a_field_set_on_a_shared_head_stays_on_its_request() -> None:
     assert parser.next_event() is END_OF_MESSAGE
     first = Request(head, b"", "10.0.0.1")
     first._set_field("x-a", "changed")
-    first._set_field("x-new", "v", present=False)
+    first._set_field("x-new", "v")
     second = Request(parser.next_event(), b"", "10.0.0.1")
     assert second.head is head
     assert second.header("x-a") == "1" and second.header("x-new") == ""
