@@ -28,7 +28,7 @@ import orjson
 
 from socketify.chain import Hooked, hooked
 from socketify.errors import HTTPError
-from socketify.middleware.log_handlers import LineSink
+from socketify.middleware.log_handlers import BATCH_LINES, LineSink, get_ident
 from socketify.middleware.proxy import TrustProxy, client_ip_resolver
 from socketify.protocol.http11.status import NO_BODY_STATUSES
 
@@ -62,67 +62,110 @@ def middleware(
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}; got {format!r}")
     log = logger or logging.getLogger(ACCESS_LOGGER)
-    send = LineSink(log).send
+    sink = LineSink(log)
+    send = sink.send
     # None: the peer's address (a property read, not a call per request)
     resolve: Callable[[Request], str] | None = (
         None if trust_proxy is False else client_ip_resolver(trust_proxy)
     )
     render = {"dev": None, "common": _common, "json": _json}[format]  # None: dev, inline
-    clock = time.perf_counter
+    clock = time.perf_counter_ns
     enabled, cached = _level_checks(log)
 
-    def access_log_started(req: Request, res: Response) -> bool:
-        if not req.timer:  # an outer access log already started the clock
-            req.timer = clock()
-        return True
-
     def access_log_middleware(req: Request, res: Response, error: BaseException | None) -> None:
-        if error is None:
-            # Not ended after the chain: the server answers 404 (a global middleware stopped
-            # before routing); dispatch itself always ends the response.
-            sent_as_is = res._ended  # the response goes out as it is: its body size is known
-            status = (res._status or 200) if sent_as_is else 404
-        else:
-            if isinstance(error, HTTPError):
-                status = error.status
-            elif isinstance(error, Exception):
-                status = 500
+        # PERF: inline and on the slots, not the properties: this runs for every request.
+        if error is None and res._ended:
+            status = res._status or 200
+            # Bytes: the body before compression; None (`-`) when unknown (streams, errors).
+            if (
+                res._chunks
+                or res.stream_iter is not None
+                or res.file_path is not None
+                or res.upgrade is not None
+                or res._head_only
+                or status in NO_BODY_STATUSES
+            ):
+                sent = _body_size(res, status)
             else:
-                status = 503  # a request_timeout thrown into the handler; answered 503
-            sent_as_is = res._ended and status == (res._status or 200)
+                sent = len(res._body)  # the usual answer: a buffered body
+            code = _STATUSES[status]  # a Response's status is in 100-999
+        else:
+            status, sent = _unusual_end(res, error)
+            code = _STATUSES[status] if 0 <= status < 1000 else str(status)  # any HTTPError's
         level = _INFO if status < 400 else _WARNING if status < 500 else _ERROR
         # PERF: what log.isEnabledFor(level) answers, from logging's own cache when it has it.
         on = cached(level)
         if log.disabled or not (on or (on is None and enabled(level))):
             return
-        # Bytes: the body before compression; None (`-`) when unknown (streams, errors).
-        # PERF: inline and on the slots, not the properties: this runs for every request.
-        sent: int | None = None
-        if sent_as_is:
-            if res._head_only or status in NO_BODY_STATUSES or res.upgrade is not None:
-                sent = 0
-            elif res.stream_iter is None:
-                if res.file_path is not None:
-                    sent = res.file_length
-                else:
-                    chunks = res._chunks
-                    sent = len(res._body) + (sum(map(len, chunks)) if chunks else 0)
-        elapsed = (clock() - req.timer) * 1000.0
+        tenths = (clock() - req.started_ns + 50_000) // 100_000  # of a millisecond, rounded
         if resolve is not None:
             ip = resolve(req)
         else:
             # PERF: what req.remote_ip answers when proxies are not trusted, without the call.
             ip = req.remote_ip if req.trust_proxy else req.remote_addr
         if render is not None:
-            send(level, render(req, ip, status, elapsed, sent, log))
+            send(level, render(req, ip, status, tenths / 10.0, sent, log))
             return
-        line = _dev(req, ip, status, elapsed, sent)
+        # The `dev` line. PERF: every field is a str already (tables below): an f-string
+        # formatting ints and a float costs twice as much.
+        size = "-" if sent is None else _SIZES[sent] if sent < _SIZES_KEPT else f"{sent}B"
+        took = _TENTHS[tenths] if tenths < _TENTHS_KEPT else f"{tenths / 10.0:.1f}ms"
+        path = req.head.path
+        if "%" in path:  # PERF: no escape in the path as sent: it is its decoded self
+            path = req.path
+        if not path.isprintable() or '"' in path:
+            path = path.translate(_ESCAPES)
+        line = f"{ip or '-'} {req.method} {path} {code} {took} {size}"
         debug = cached(_DEBUG)
         if debug or (debug is None and enabled(_DEBUG)):
             line += _dev_details(req)
-        send(level, line)
+        # PERF: LineSink.send's usual case, inline: this loop turn's batch is open.
+        batch = sink.batch
+        handler = sink.batch_handler
+        if (
+            batch is not None
+            and handler is not None
+            and batch is handler._pending
+            and level >= sink.batch_level
+            and len(batch) < BATCH_LINES
+            and handler._pending_thread == get_ident()
+        ):
+            batch.append(line)
+        else:
+            send(level, line)
 
-    return hooked(access_log_started, access_log_middleware, name="access_log_middleware")
+    # PERF: after only (the request's clock starts when it is created): a chain calls
+    # nothing of it on the way in.
+    return hooked(None, access_log_middleware)
+
+
+def _body_size(res: Response, status: int) -> int | None:
+    """The body bytes of an answer that is not a plain buffered one; None when unknown."""
+    if res._head_only or status in NO_BODY_STATUSES or res.upgrade is not None:
+        return 0
+    if res.stream_iter is not None:
+        return None
+    if res.file_path is not None:
+        return res.file_length
+    chunks = res._chunks
+    return len(res._body) + (sum(map(len, chunks)) if chunks else 0)
+
+
+def _unusual_end(res: Response, error: BaseException | None) -> tuple[int, int | None]:
+    """(status, body bytes or None) of a chain that raised, or stopped unanswered."""
+    if error is None:
+        # Not ended after the chain: the server answers 404 (a global middleware stopped
+        # before routing); dispatch itself always ends the response.
+        return 404, None
+    if isinstance(error, HTTPError):
+        status = error.status
+    elif isinstance(error, Exception):
+        status = 500
+    else:
+        status = 503  # a request_timeout thrown into the handler; answered 503
+    if res._ended and status == (res._status or 200):
+        return status, _body_size(res, status)  # the response goes out as it is
+    return status, None
 
 
 def _level_checks(log: logging.Logger) -> tuple[Callable[[int], bool], Callable[[int], Any]]:
@@ -136,22 +179,6 @@ def _level_checks(log: logging.Logger) -> tuple[Callable[[int], bool], Callable[
     if type(log).isEnabledFor is not logging.Logger.isEnabledFor or type(cache) is not dict:
         cache = {}
     return log.isEnabledFor, cache.get
-
-
-def _dev(req: Request, ip: str, status: int, ms: float, sent: int | None) -> str:
-    """The `dev` line without the DEBUG details."""
-    # PERF: every field is a str already (tables below): an f-string formatting ints and a
-    # float costs more than twice as much.
-    size = "-" if sent is None else _SIZES[sent] if sent < _SIZES_KEPT else f"{sent}B"
-    tenths = int(ms * 10.0 + 0.5)
-    took = _TENTHS[tenths] if tenths < _TENTHS_KEPT else f"{ms:.1f}ms"
-    path = req.head.path
-    if "%" in path:  # PERF: no escape in the path as sent: it is its decoded self
-        path = req.path
-    if not path.isprintable() or '"' in path:
-        path = path.translate(_ESCAPES)
-    code = _STATUSES[status] if 0 <= status < 1000 else str(status)  # an odd HTTPError's
-    return f"{ip or '-'} {req.method} {path} {code} {took} {size}"
 
 
 def _dev_details(req: Request) -> str:

@@ -16,14 +16,19 @@ is made cheap:
 - Batching: in a greenlet under a running gevent hub, lines are collected and written
   together by a callback queued on the hub, which runs as soon as the greenlets that are
   ready have run — the end of the current turn of the event loop, well under a millisecond
-  unless a handler hogs the CPU — or as soon as they reach 4096 bytes (PIPE_BUF). Under load
-  one `write` then carries the lines of many requests instead of one each. `flush()` (which
+  unless a handler hogs the CPU — or as soon as BATCH_LINES lines are waiting. A batch is
+  written in whole lines, at most 4096 bytes (PIPE_BUF) per `write`. Under load one `write`
+  then carries the lines of many requests instead of one each. `flush()` (which
   `logging.shutdown()` calls when a worker exits) writes what is pending. Outside a hub's
   greenlets (the main greenlet, plain threads) each line is written at once.
 - `LineSink.send` hands the line straight to such handlers when they are all the logger has
   (no filters, no formatter, no propagation): no LogRecord at all. Otherwise it builds a real
   LogRecord from a per-process template (only message, level and times change) and calls
-  `logger.handle`, so any handler, filter or custom record factory works as usual.
+  `logger.handle`, so any handler, filter or custom record factory works as usual. When the
+  logger has one such handler, the sink remembers the batch its line opened or joined: the
+  next lines of that loop turn are appended to it with no other check, so a change to the
+  logger's handlers, filters or propagation applies from the next batch (the logger's level
+  is still asked for every line).
 """
 
 from __future__ import annotations
@@ -36,18 +41,19 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["BATCH_BYTES", "AccessLogFileHandler", "AccessLogHandler", "LineSink"]
+__all__ = ["BATCH_BYTES", "BATCH_LINES", "AccessLogFileHandler", "AccessLogHandler", "LineSink"]
 
 # At most PIPE_BUF per write: a pipe (journald, a supervisor) never interleaves such a write
 # with another worker's, so batched lines stay whole.
 BATCH_BYTES = 4096
+# A batch is written once it holds this many lines (or at the end of the loop turn).
+BATCH_LINES = 64
 
 
 class _OneWrite(logging.StreamHandler):
     """The shared part: `handle` without the lock, `emit` as whole lines, batched writes."""
 
     _pending: list[str] | None = None  # lines waiting for the end of this loop turn
-    _pending_size = 0
     _pending_thread = 0
     _fd_stream: Any = None  # the stream `_has_fd` was worked out for
     _has_fd = False
@@ -76,8 +82,7 @@ class _OneWrite(logging.StreamHandler):
             # hub's callback, or flush() at exit, writes it even if we are its main greenlet).
             if self._pending_thread == get_ident():
                 pending.append(text)
-                self._pending_size += len(text) + 1
-                if self._pending_size >= BATCH_BYTES:
+                if len(pending) >= BATCH_LINES:
                     self.write_pending()
                 return
             self.write_pending()  # another thread's loop: keep our order, then write alone
@@ -94,7 +99,7 @@ class _OneWrite(logging.StreamHandler):
             stream.flush()
             return
         if len(text) < BATCH_BYTES and (hub := _hub_if_running()) is not None:
-            self._pending, self._pending_size = [text], len(text) + 1
+            self._pending = [text]
             self._pending_thread = get_ident()
             hub.loop.run_callback(self.write_pending, True)
             return
@@ -109,7 +114,7 @@ class _OneWrite(logging.StreamHandler):
         pending = self._pending
         if not pending:
             return
-        self._pending, self._pending_size = None, 0
+        self._pending = None
         try:
             stream = self.stream
             if stream is None:
@@ -118,7 +123,7 @@ class _OneWrite(logging.StreamHandler):
             encoding = getattr(stream, "encoding", None) or "utf-8"
             data = self.terminator.join(pending).encode(encoding, "backslashreplace")
             fd = stream.fileno()
-            # PERF: one batch is one write (at most BATCH_BYTES, unless one line is longer).
+            # PERF: a batch that fits is one write; a longer one goes in whole-line pieces.
             written = os.write(fd, data) if len(data) <= BATCH_BYTES else 0
             if written < len(data):
                 _write_lines(fd, data[written:])
@@ -162,10 +167,27 @@ class AccessLogFileHandler(logging.FileHandler, _OneWrite):
 class LineSink:
     """Delivers preformatted lines to a logger's handlers (see the module doc)."""
 
-    __slots__ = ("_direct", "_forks", "_levels", "_logger", "_seen", "_start_ns", "_template")
+    __slots__ = (
+        "_direct",
+        "_forks",
+        "_levels",
+        "_logger",
+        "_seen",
+        "_start_ns",
+        "_template",
+        "batch",
+        "batch_handler",
+        "batch_level",
+    )
 
     def __init__(self, logger: logging.Logger) -> None:
         self._logger = logger
+        # The batch of this loop turn that a line checked the whole way joined, the one
+        # handler it belongs to and that handler's level (see the module doc); None: no
+        # such batch known. The access log reads them to append its usual line inline.
+        self.batch: list[str] | None = None
+        self.batch_handler: _OneWrite | None = None
+        self.batch_level = 0
         self._seen: list[logging.Handler] | None = None  # the handlers `_direct` was worked out for
         self._direct: list[_OneWrite] | None = None
         self._forks = -1
@@ -179,6 +201,19 @@ class LineSink:
 
     def send(self, level: int, line: str) -> None:
         """Log `line` at `level` (the caller checked `enabled`)."""
+        batch = self.batch
+        handler = self.batch_handler
+        if batch is not None and handler is not None:
+            # PERF: the usual line: its loop turn's batch is still open in this thread.
+            if (
+                batch is handler._pending
+                and level >= self.batch_level
+                and len(batch) < BATCH_LINES
+                and handler._pending_thread == get_ident()
+            ):
+                batch.append(line)
+                return
+            self.batch = self.batch_handler = None
         logger = self._logger
         # PERF: whether lines may skip the LogRecord is worked out again only when the logger's
         # handlers or settings change (handlers' formatters and filters are checked below).
@@ -199,21 +234,15 @@ class LineSink:
                     handler.handle(self.record(level, line))
                     continue
                 try:
-                    # PERF: write_line's usual case inline (a call less per line): the batch
-                    # of this loop turn is open in this thread and the line fits in it.
-                    size = handler._pending_size + len(line) + 1
-                    batch = handler._pending
-                    if (
-                        batch is not None
-                        and size < BATCH_BYTES
-                        and handler._pending_thread == get_ident()
-                    ):
-                        batch.append(line)
-                        handler._pending_size = size
-                        continue
                     handler.write_line(line)
                 except Exception:
                     handler.handleError(self.record(level, line))
+                    continue
+                if len(direct) == 1 and handler._pending is not None:
+                    # The next lines of this batch may skip every check above (see send).
+                    self.batch = handler._pending
+                    self.batch_handler = handler
+                    self.batch_level = handler.level
 
     def record(self, level: int, line: str) -> logging.LogRecord:
         """A LogRecord for `line`, equal to what `logger.makeRecord` would build."""
