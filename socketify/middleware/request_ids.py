@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = ["request_id"]
 
-# The parser refuses NUL in header values, so this default can only mean "no such header".
-_ABSENT = "\0"
 _WELL_FORMED = re.compile(r"[\x21-\x7e]{1,128}")
 
 
@@ -43,13 +41,10 @@ def request_id(
     if generate is not None:
 
         def custom_id_middleware(req: Request, res: Response) -> bool:
-            rid = req.header(lower, _ABSENT) if trust_incoming else ""
-            if rid is _ABSENT:
+            rid = req.header(lower) if trust_incoming else ""
+            if not rid or fullmatch(rid) is None:
                 rid = make()
-                req._set_field(lower, rid, present=False)  # SPEC §1.5: downstream reads it
-            elif not rid or fullmatch(rid) is None:
-                rid = make()
-                req._set_field(lower, rid)
+                req._set_field(lower, rid)  # SPEC §1.5: downstream reads it
             if fullmatch(rid) is not None:
                 # PERF: a well-formed id is a valid field value as it is.
                 res.put_line((lower, header, rid, f"{prefix}{rid}\r\n"))
@@ -60,16 +55,18 @@ def request_id(
         return hooked(custom_id_middleware, name="request_id_middleware")
 
     def request_id_middleware(req: Request, res: Response) -> bool:
-        rid = req.header(lower, _ABSENT) if trust_incoming else ""
-        if rid is _ABSENT:
+        rid = req.header(lower) if trust_incoming else ""
+        if not rid or fullmatch(rid) is None:
             # PERF: _random_id() inline (a call less per request).
             rid = _bits(64).to_bytes(8, "big").hex()
-            req._set_field(lower, rid, present=False)  # SPEC §1.5: downstream reads it
-        elif not rid or fullmatch(rid) is None:
-            rid = _random_id()
-            req._set_field(lower, rid)
-        # PERF: a well-formed id (ours are hex) is a valid field value as it is.
-        res.put_line((lower, header, rid, f"{prefix}{rid}\r\n"))
+            req._set_field(lower, rid)  # SPEC §1.5: downstream reads it
+        # PERF: a well-formed id (ours are hex) is a valid field value as it is; the first
+        # header of the answer is put without the search for an earlier one.
+        line = (lower, header, rid, f"{prefix}{rid}\r\n")
+        if res._headers is None:
+            res._headers = [line]
+        else:
+            res.put_line(line)
         return True
 
     return hooked(request_id_middleware)
