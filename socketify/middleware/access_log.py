@@ -28,7 +28,7 @@ import orjson
 
 from socketify.chain import Hooked, hooked
 from socketify.errors import HTTPError
-from socketify.middleware.log_handlers import BATCH_LINES, LineSink, get_ident
+from socketify.middleware.log_handlers import LineSink, get_ident
 from socketify.middleware.proxy import TrustProxy, client_ip_resolver
 from socketify.protocol.http11.status import NO_BODY_STATUSES
 
@@ -119,16 +119,13 @@ def middleware(
         debug = cached(_DEBUG)
         if debug or (debug is None and enabled(_DEBUG)):
             line += _dev_details(req)
-        # PERF: LineSink.send's usual case, inline: this loop turn's batch is open.
+        # PERF: LineSink.send's usual case, inline: this loop turn's batch is still open in
+        # this thread (its handler takes every access level; a loop turn bounds its length).
         batch = sink.batch
-        handler = sink.batch_handler
         if (
             batch is not None
-            and handler is not None
-            and batch is handler._pending
-            and level >= sink.batch_level
-            and len(batch) < BATCH_LINES
-            and handler._pending_thread == get_ident()
+            and batch is sink.batch_handler._pending  # type: ignore[union-attr]  # set together
+            and sink.batch_handler._pending_thread == get_ident()  # type: ignore[union-attr]
         ):
             batch.append(line)
         else:

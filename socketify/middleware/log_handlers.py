@@ -25,10 +25,11 @@ is made cheap:
   (no filters, no formatter, no propagation): no LogRecord at all. Otherwise it builds a real
   LogRecord from a per-process template (only message, level and times change) and calls
   `logger.handle`, so any handler, filter or custom record factory works as usual. When the
-  logger has one such handler, the sink remembers the batch its line opened or joined: the
-  next lines of that loop turn are appended to it with no other check, so a change to the
-  logger's handlers, filters or propagation applies from the next batch (the logger's level
-  is still asked for every line).
+  logger has one such handler and it takes every level from INFO up, the sink remembers the
+  batch its line opened or joined: the next lines of INFO and up in that loop turn are
+  appended to it with no other check, so a change to the logger's handlers, filters or
+  propagation, or to the handler's level, applies from the next batch (the logger's level is
+  still asked for every line).
 """
 
 from __future__ import annotations
@@ -177,17 +178,15 @@ class LineSink:
         "_template",
         "batch",
         "batch_handler",
-        "batch_level",
     )
 
     def __init__(self, logger: logging.Logger) -> None:
         self._logger = logger
-        # The batch of this loop turn that a line checked the whole way joined, the one
-        # handler it belongs to and that handler's level (see the module doc); None: no
-        # such batch known. The access log reads them to append its usual line inline.
+        # The batch of this loop turn that a line checked the whole way joined, and the one
+        # handler it belongs to (see the module doc); None: no such batch known. The access
+        # log reads them to append its usual line inline.
         self.batch: list[str] | None = None
         self.batch_handler: _OneWrite | None = None
-        self.batch_level = 0
         self._seen: list[logging.Handler] | None = None  # the handlers `_direct` was worked out for
         self._direct: list[_OneWrite] | None = None
         self._forks = -1
@@ -207,7 +206,7 @@ class LineSink:
             # PERF: the usual line: its loop turn's batch is still open in this thread.
             if (
                 batch is handler._pending
-                and level >= self.batch_level
+                and level >= logging.INFO
                 and len(batch) < BATCH_LINES
                 and handler._pending_thread == get_ident()
             ):
@@ -238,11 +237,14 @@ class LineSink:
                 except Exception:
                     handler.handleError(self.record(level, line))
                     continue
-                if len(direct) == 1 and handler._pending is not None:
+                if (
+                    len(direct) == 1
+                    and handler._pending is not None
+                    and handler.level <= logging.INFO
+                ):
                     # The next lines of this batch may skip every check above (see send).
                     self.batch = handler._pending
                     self.batch_handler = handler
-                    self.batch_level = handler.level
 
     def record(self, level: int, line: str) -> logging.LogRecord:
         """A LogRecord for `line`, equal to what `logger.makeRecord` would build."""

@@ -240,3 +240,56 @@ print("ok")
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
     )
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_access_lines_of_one_loop_turn_share_one_write_through_the_middleware(
+    handler: AccessLogFileHandler, log_file: Path, writes: list[bytes]
+) -> None:
+    from socketify import Server, logging
+    from socketify.testing import TestClient
+
+    logger = std_logging.getLogger("socketify.test.batching.mw")
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    logger.setLevel(std_logging.INFO)
+    server = Server(compression=False)
+    server.use(logging.middleware(logger=logger))
+    server.get("/ok", lambda req, res: res.send("ok\n"))
+    client = TestClient(server)
+
+    def serve_five() -> list[int]:
+        statuses = [client.get("/ok").status for _ in range(4)] + [client.get("/no").status]
+        assert log_file.read_text() == ""  # all batched while the greenlet runs
+        return statuses
+
+    try:
+        assert gevent.spawn(serve_five).get(timeout=5) == [200, 200, 200, 200, 404]
+        gevent.sleep(0)
+    finally:
+        logger.handlers.clear()
+    lines = log_file.read_text().splitlines()
+    assert [line.split()[2:4] for line in lines] == [["/ok", "200"]] * 4 + [["/no", "404"]]
+    assert len(writes) == 1
+
+
+def test_a_handler_above_info_gets_no_info_line_from_an_open_batch(
+    handler: AccessLogFileHandler, log_file: Path
+) -> None:
+    logger = std_logging.getLogger("socketify.test.batching.level")
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    logger.setLevel(std_logging.INFO)
+    handler.setLevel(std_logging.WARNING)
+    sink = LineSink(logger)
+
+    def mixed() -> None:
+        sink.send(std_logging.WARNING, "warned")
+        sink.send(std_logging.INFO, "informed")
+        sink.send(std_logging.ERROR, "failed")
+
+    try:
+        gevent.spawn(mixed).get(timeout=5)
+        gevent.sleep(0)
+    finally:
+        logger.handlers.clear()
+    assert log_file.read_text() == "warned\nfailed\n"
