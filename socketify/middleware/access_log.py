@@ -111,10 +111,10 @@ def middleware(
         size = "-" if sent is None else _SIZES[sent] if sent < _SIZES_KEPT else f"{sent}B"
         took = _TENTHS[tenths] if tenths < _TENTHS_KEPT else f"{tenths / 10.0:.1f}ms"
         path = req.head.path
-        if "%" in path:  # PERF: no escape in the path as sent: it is its decoded self
-            path = req.path
-        if not path.isprintable() or '"' in path:
-            path = path.translate(_ESCAPES)
+        # PERF: the parser lets only visible ASCII through in a target, so the path as sent
+        # needs escaping only for a quote, and decoding only for a `%`.
+        if "%" in path or '"' in path:
+            path = _clean(req.path)
         line = f"{ip or '-'} {req.method} {path} {code} {took} {size}"
         debug = cached(_DEBUG)
         if debug or (debug is None and enabled(_DEBUG)):

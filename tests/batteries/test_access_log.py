@@ -131,6 +131,18 @@ def test_control_characters_in_the_path_cannot_forge_lines(capture: Capture) -> 
     assert "\n" not in line and "\r" not in line and "\\x0d\\x0a" in line
 
 
+def test_a_quote_or_an_encoded_control_character_in_the_path_is_escaped(
+    capture: Capture,
+) -> None:
+    client = app(logging.middleware())
+    client.get('/x"y')  # the parser lets a raw quote through
+    client.get("/x%22y%7f")
+    client.get("/plain/x")
+    assert capture.lines[0].split()[2] == '/x\\"y'
+    assert capture.lines[1].split()[2] == '/x\\"y\\x7f'
+    assert capture.lines[2].split()[2] == "/plain/x"
+
+
 def test_trust_proxy_uses_forwarded_address(capture: Capture) -> None:
     client = app(logging.middleware(trust_proxy=True))
     client.get("/x", headers={"X-Forwarded-For": "203.0.113.9, 10.0.0.2"})
