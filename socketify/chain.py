@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Hooked", "Plan", "Walk", "flat_runner", "hooked"]
 
+# After hooks a generated chain nests (one `try` each); Python allows 20 nested blocks.
+FLAT_AFTERS_MAX = 12
+
 Before = Callable[["Request", "Response"], bool]
 After = Callable[["Request", "Response", "BaseException | None"], None]
 
@@ -97,9 +100,11 @@ class Plan:
         self.afters: tuple[After | None, ...] = tuple(
             h.after if type(h) is Hooked else None for h in self.handlers
         )
-        # Every middleware Hooked: the chain runs as one generated function, no Walk at all.
+        # Every middleware Hooked (and not too many after hooks to nest): the chain runs as
+        # one generated function, no Walk at all.
         chain = [h for h in self.handlers[: self.last] if type(h) is Hooked]
-        self.flat = len(chain) == self.last
+        afters = sum(h.after is not None for h in chain)
+        self.flat = len(chain) == self.last and afters <= FLAT_AFTERS_MAX
         self.run: Callable[[Request, Response], bool] | None = (
             flat_runner(chain, dispatch or self.handlers[-1]) if self.flat else None
         )
@@ -115,56 +120,61 @@ def flat_runner(
     """`run(req, res) -> reached the end`: the chain of hooked middleware, then `end`.
 
     PERF: resolved once when the chain is frozen, like a dataclass's generated `__init__`:
-    straight-line code calling each hook by name, so a request pays no loop, no lookups in
-    the plan and nothing for a hook that is absent. A middleware with only an after hook is
-    not called on the way in: it would only go on, and as nothing runs between it and the
-    next before hook, that it started is known without calling it.
+    the `(req, res, next)` nesting written out as straight-line code that calls each hook by
+    name, so a request pays no loop, no `next` and no lookups in the plan. For example
+    `[after-only a, before-only b, before-only c]` becomes:
 
-    The rules are those of `Walk.run`: a before that returns False or leaves the response
-    ended stops the chain; then the after hooks of the elements that started and went on
-    (`went_on` counts them) run innermost first, each seeing the exception that left the
-    chain below it (or that an inner after raised), which is re-raised at the end.
+        reached = False
+        if not res._ended:
+            try:
+                if before_1(req, res) and not res._ended and before_2(req, res) and not res._ended:
+                    reached = True
+                    end(req, res)
+            except BaseException as exc:
+                after_0(req, res, exc)
+                raise
+            after_0(req, res, None)
+        return reached
+
+    The rules are those of `Walk.run`: an element starts only while the response is not
+    ended; a before that returns False stops the chain and its own after does not run; the
+    after hooks of the elements that went on run innermost first, each seeing the exception
+    that left the chain below it (an after that raises replaces it for the outer ones).
+    A middleware with only an after hook is not called on the way in. Each after hook nests
+    one `try`, so `Plan` uses this for chains of up to FLAT_AFTERS_MAX of them.
     """
     names: dict[str, Any] = {"end": end}
-    walk = ["while True:  # runs once; `break` is where the chain stopped"]
+    lines = ["def run(req, res):", "    reached = False"]
+    indent = "    "
+    guard = ["not res._ended"]  # what must hold for the next element to start
+    opened: list[tuple[str, int]] = []  # (indent of its try, index) of the after hooks
     for index, middleware in enumerate(chain):
-        if middleware.before is None:
+        if middleware.before is not None:
+            names[f"before_{index}"] = middleware.before
+            guard.append(f"before_{index}(req, res)")
+        if middleware.after is None:
+            guard.append("not res._ended")
             continue
-        names[f"before_{index}"] = middleware.before
-        walk += [
-            f"    went_on = {index}",
-            f"    if not before_{index}(req, res):",
-            "        break",
-            "    if res._ended:",
-            f"        went_on = {index + 1}",
-            "        break",
-        ]
-    walk += [f"    went_on = {len(chain)}", "    end(req, res)", "    break"]
-    afters = [(index, m.after) for index, m in enumerate(chain) if m.after is not None]
-    lines = ["def run(req, res):", "    went_on = 0"]
-    if not afters:  # an exception simply leaves
-        lines += ["    if not res._ended:"] + [f"        {line}" for line in walk]
-    else:
-        lines += ["    error = None", "    try:", "        if not res._ended:"]
-        lines += [f"            {line}" for line in walk]
-        lines += ["    except BaseException as exc:", "        error = exc"]
-        for index, after in reversed(afters):  # innermost first
-            names[f"after_{index}"] = after
-            lines += [
-                f"    if went_on > {index}:",
-                "        try:",
-                f"            after_{index}(req, res, error)",
-                "        except BaseException as exc:",
-                "            error = exc",
-            ]
+        names[f"after_{index}"] = middleware.after
+        if guard:
+            lines.append(f"{indent}if {' and '.join(guard)}:")
+            indent += "    "
+        lines.append(f"{indent}try:")
+        opened.append((indent, index))
+        indent += "    "
+        guard = ["not res._ended"] if middleware.before is not None else []
+    if guard:
+        lines.append(f"{indent}if {' and '.join(guard)}:")
+        indent += "    "
+    lines += [f"{indent}reached = True", f"{indent}end(req, res)"]
+    for at, index in reversed(opened):
         lines += [
-            "    if error is not None:",
-            "        try:",
-            "            raise error",
-            "        finally:",
-            "            error = None  # the traceback holds this frame: no cycle for the gc",
+            f"{at}except BaseException as exc:",
+            f"{at}    after_{index}(req, res, exc)",
+            f"{at}    raise",
+            f"{at}after_{index}(req, res, None)",
         ]
-    lines.append(f"    return went_on == {len(chain)}")
+    lines.append("    return reached")
     return _compiled("\n".join(lines) + "\n", names, chain)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from socketify import Request, Response, Server
-from socketify.chain import Hooked, Plan, hooked
+from socketify.chain import FLAT_AFTERS_MAX, Hooked, Plan, hooked
 from socketify.errors import HTTPError
 from socketify.protocol.http11 import RequestHead
 from socketify.testing import TestClient
@@ -280,12 +280,19 @@ def test_hooked_middleware_is_an_ordinary_callable_middleware() -> None:
     assert repr(middleware) == "<middleware a>"
 
 
-def test_a_long_chain_of_hooked_middleware_runs_in_order() -> None:
+@pytest.mark.parametrize("with_after", [FLAT_AFTERS_MAX, FLAT_AFTERS_MAX + 1])
+def test_a_long_chain_runs_in_order_flat_or_not(with_after: int) -> None:
     log: list[str] = []
-    chain = [_recorder(log, f"m{number}") for number in range(60)]
+    chain = [_recorder(log, f"m{n}") for n in range(with_after)]
+    chain += [_before_only(log, f"b{n}") for n in range(60)]
+    assert Plan(chain, lambda req, res: None).flat is (with_after <= FLAT_AFTERS_MAX)
     _log, status, text = _run(lambda _: chain, _ok, "/x")
     assert (status, text) == (200, "ok\n")
-    assert log == [f"m{n}>" for n in range(60)] + [f"<m{n}:ok" for n in reversed(range(60))]
+    assert log == (
+        [f"m{n}>" for n in range(with_after)]
+        + [f"b{n}>" for n in range(60)]
+        + [f"<m{n}:ok" for n in reversed(range(with_after))]
+    )
 
 
 def test_a_traceback_through_a_flat_chain_shows_its_generated_lines() -> None:
@@ -301,4 +308,4 @@ def test_a_traceback_through_a_flat_chain_shows_its_generated_lines() -> None:
         plan.run(req, Response(req))
     shown = "".join(traceback.format_exception(caught.value))
     assert "<socketify chain: broken>" in shown
-    assert "if not before_0(req, res):" in shown
+    assert "before_0(req, res)" in shown
