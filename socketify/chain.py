@@ -16,7 +16,9 @@ chain" rule and the exceptions seen are exactly those of the `(req, res, next)` 
   answered, or leaves the request unanswered like a middleware that never calls `next`).
 - `after(req, res, error)`: runs once the rest of the chain has finished, like code after
   `next()`; `error` is the exception leaving the rest of the chain (re-raised after the hook)
-  or None. It does not run when its own `before` stopped the chain.
+  or None. It does not run when its own `before` stopped the chain. An `after` that returns
+  True has answered `error`, like code that catches the exception of `next()`: the error
+  stops there, and the hooks outside it see a normal return (None).
 
 A chain made only of hooked middleware runs as one function generated when it is frozen
 (`flat_runner`); a middleware with only an `after` hook costs nothing on the way in.
@@ -39,7 +41,7 @@ __all__ = ["Hooked", "Plan", "Walk", "flat_runner", "hooked"]
 FLAT_AFTERS_MAX = 12
 
 Before = Callable[["Request", "Response"], bool]
-After = Callable[["Request", "Response", "BaseException | None"], None]
+After = Callable[["Request", "Response", "BaseException | None"], "bool | None"]
 
 
 class Hooked:
@@ -63,9 +65,10 @@ class Hooked:
         try:
             next()
         except BaseException as exc:
-            after(req, res, exc)
-            raise
-        after(req, res, None)
+            if after(req, res, exc) is not True:
+                raise
+        else:
+            after(req, res, None)
 
     def __repr__(self) -> str:
         return f"<middleware {self.__name__}>"
@@ -131,15 +134,17 @@ def flat_runner(
                     reached = True
                     end(req, res)
             except BaseException as exc:
-                after_0(req, res, exc)
-                raise
-            after_0(req, res, None)
+                if after_0(req, res, exc) is not True:
+                    raise
+            else:
+                after_0(req, res, None)
         return reached
 
     The rules are those of `Walk.run`: an element starts only while the response is not
     ended; a before that returns False stops the chain and its own after does not run; the
     after hooks of the elements that went on run innermost first, each seeing the exception
-    that left the chain below it (an after that raises replaces it for the outer ones).
+    that left the chain below it (an after that raises replaces it for the outer ones, one
+    that returns True answered it).
     A middleware with only an after hook is not called on the way in. Each after hook nests
     one `try`, so `Plan` uses this for chains of up to FLAT_AFTERS_MAX of them.
     """
@@ -170,9 +175,10 @@ def flat_runner(
     for at, index in reversed(opened):
         lines += [
             f"{at}except BaseException as exc:",
-            f"{at}    after_{index}(req, res, exc)",
-            f"{at}    raise",
-            f"{at}after_{index}(req, res, None)",
+            f"{at}    if after_{index}(req, res, exc) is not True:",
+            f"{at}        raise",
+            f"{at}else:",
+            f"{at}    after_{index}(req, res, None)",
         ]
     lines.append("    return reached")
     return _compiled("\n".join(lines) + "\n", names, chain)
@@ -241,7 +247,8 @@ class Walk:
                 try:
                     self.run(index)
                 except BaseException as exc:
-                    after(req, res, exc)
-                    raise
-                after(req, res, None)
+                    if after(req, res, exc) is not True:
+                        raise
+                else:
+                    after(req, res, None)
                 return

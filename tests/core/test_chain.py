@@ -152,12 +152,34 @@ SCENARIOS = {
             "goes on to a failing handler",
         )
     },
+    "an after hook answers the error": (
+        lambda log: [_recorder(log, "a"), _answering(log, "x"), _recorder(log, "b")],
+        _fails,
+        "/x",
+    ),
+    "an answering hook with nothing to answer": (
+        lambda log: [_recorder(log, "a"), _answering(log, "x"), _recorder(log, "b")],
+        _ok,
+        "/x",
+    ),
     "only after-only hooks": (
         lambda log: [_after_only(log, "x0"), _after_only(log, "x1")],
         _ok,
         "/x",
     ),
 }
+
+
+def _answering(log: list[str], name: str) -> Hooked:
+    def after(req: Request, res: Response, error: BaseException | None) -> bool:
+        log.append(f"<{name}:{type(error).__name__ if error else 'ok'}")
+        if error is None:
+            return False
+        res.reset_for_error()
+        res.status(409).send("answered\n")
+        return True
+
+    return hooked(after=after, name=name)
 
 
 def _after_only(log: list[str], name: str) -> Hooked:
@@ -309,3 +331,20 @@ def test_a_traceback_through_a_flat_chain_shows_its_generated_lines() -> None:
     shown = "".join(traceback.format_exception(caught.value))
     assert "<socketify chain: broken>" in shown
     assert "before_0(req, res)" in shown
+
+
+def test_an_after_hook_that_answers_stops_the_error_for_the_hooks_outside() -> None:
+    build, handler, path = SCENARIOS["an after hook answers the error"]
+    log, status, text = _run(build, handler, path)
+    assert (status, text) == (409, "answered\n")
+    assert log == ["a>", "b>", "<b:HTTPError", "<x:HTTPError", "<a:ok"]
+
+
+def test_an_answering_hook_called_as_a_plain_middleware_answers_too() -> None:
+    log: list[str] = []
+    answering = _answering(log, "x")
+    server = Server(compression=False)
+    server.get("/x", _fails).use(lambda req, res, next: answering(req, res, next))
+    response = TestClient(server).get("/x")
+    assert (response.status, response.text) == (409, "answered\n")
+    assert log == ["<x:HTTPError"]
