@@ -14,7 +14,8 @@
 Also: `socketify.db.migrations` (versioned up/down migrations, `socketify db migrate`) and
 `socketify.db.documents` (a document store on memory, SQLite, PostgreSQL or MongoDB).
 
-`User[1]` on these entities is Pony's, built in fewer steps (`socketify.db.fastload`);
+`User[1]` on these entities is Pony's, built in fewer steps (`socketify.db.fastload`), and
+reading a loaded value (`user.name`) is Pony's read in one call (`socketify.db.attributes`);
 `socketify.db.get_row(User, 1)` reads the same row as a plain dict, without an entity object,
 for read-only answers where every microsecond counts.
 """

@@ -14,6 +14,7 @@ from typing import Any
 import pony.orm
 
 from socketify.db import green
+from socketify.db.attributes import speed_up_reads
 from socketify.db.fastload import FastEntityMeta
 from socketify.db.pool import BoundedPool, PoolStats
 from socketify.db.providers import provider_class
@@ -61,12 +62,16 @@ class Database(pony.orm.Database):
     def generate_mapping(
         self, filename: Any = None, check_tables: bool = True, create_tables: bool = False
     ) -> Any:
-        """Pony's `generate_mapping`; while `socketify db` runs, tables are left to migrations."""
+        """Pony's `generate_mapping`, then loaded attribute values read in one call (see
+        `socketify.db.attributes`); while `socketify db` runs, tables are left to migrations."""
         if os.environ.get(MIGRATING_ENV) == "1":
             check_tables = create_tables = False
-        return super().generate_mapping(
+        result = super().generate_mapping(
             filename, check_tables=check_tables, create_tables=create_tables
         )
+        for entity in self.entities.values():
+            speed_up_reads(entity)
+        return result
 
     def __repr__(self) -> str:
         url = getattr(self, "url", None)

@@ -41,20 +41,19 @@ from pony.orm.core import (
     EntityMeta,
     MultipleObjectsFoundError,
     ObjectNotFound,
-    QueryStat,
 )
-from pony.orm.dbapiprovider import Converter
 from pony.utils import throw
 
-from socketify.db.providers.base import raise_translated
-from socketify.db.session import session_cache
+from socketify.db.converters import overrides, sql2py_of
+from socketify.db.providers.base import Pooled, raise_translated
+from socketify.db.querystats import count_query
+from socketify.db.session import LeanSessionCache
 
 __all__ = [
     "FastEntityMeta",
     "PkLoader",
     "ineligibility",
     "loader_for",
-    "overrides",
     "plain_execute",
 ]
 
@@ -123,11 +122,6 @@ def ineligibility(cls: Any) -> str | None:
     return None
 
 
-def overrides(converter: Any, name: str) -> bool:
-    """Whether the converter's class replaces Pony's identity `Converter.<name>`."""
-    return getattr(type(converter), name) is not getattr(Converter, name)
-
-
 class PkLoader:
     """Loads one entity by primary key inside a `db_session`, as `Entity[pk]` would."""
 
@@ -147,6 +141,17 @@ class PkLoader:
         low, high = self.int_range or (None, None)
         self.low = float("-inf") if low is None else low
         self.high = float("inf") if high is None else high
+        provider = self.db.provider
+        self.reads_in_autocommit = getattr(provider, "session_reads_in_autocommit", False)
+        # PostgreSQL: connections of this type keep a cursor for these reads (pg_green).
+        self.key_read_cursor_type = getattr(provider, "key_read_cursor_type", None)
+        # Our providers' `prepare_read`, unless it is the base one that does nothing.
+        prepare_read = getattr(type(provider), "prepare_read", None)
+        self.prepare_read = (
+            None
+            if prepare_read is None or prepare_read is Pooled.prepare_read
+            else provider.prepare_read
+        )
         self.sql, self.adapter, attr_offsets = cls._construct_sql_(
             {pk: False}, False, None, False, False, False
         )
@@ -157,7 +162,7 @@ class PkLoader:
             None if prepared_select is None else prepared_select(self.sql, self.arguments)
         )
         self.pk_offset = attr_offsets[pk][0]
-        self.pk_sql2py = converter.sql2py if overrides(converter, "sql2py") else None
+        self.pk_sql2py = sql2py_of(converter)
         # (attr, offsets, sql2py or None, dbval2val or None, is_reverse), in Pony's order.
         self.columns: list[tuple[Any, Any, Any, Any, bool]] = []
         for attr in cls._attrs_:
@@ -172,7 +177,7 @@ class PkLoader:
                 (
                     attr,
                     offsets[0],
-                    conv.sql2py if overrides(conv, "sql2py") else None,
+                    sql2py_of(conv),
                     conv if overrides(conv, "dbval2val") else None,
                     False,
                 )
@@ -227,45 +232,63 @@ class PkLoader:
         Pony's `_find_in_db_` for one key: its `_exec_sql` (connection, statement, statistics)
         and `_fetch_objects` for one row, written out."""
         db = self.db
-        cache = state["db2cache"].get(db)
+        caches = state["db2cache"]
+        cache = caches.get(db)
         if cache is None:
-            cache = session_cache(db, state)
-        if (
-            cache.modified
-            or cache.db_session is not state["db_session"]
-            or state["debug"]
-            or state["prefetch_context_stack"]
-        ):
-            return None
-        indexes = cache.indexes
-        pk_attrs = self.pk_attrs
-        if pk_attrs in indexes and pkval in indexes[pk_attrs]:
-            return None  # in the identity map: Pony's cache checks apply
-        connection = cache.connection
-        if connection is None:
+            if (
+                not state["db_context_counter"]
+                or db.provider is None
+                or state["debug"]
+                or state["prefetch_context_stack"]
+            ):
+                return None  # Pony's errors (no db_session, not bound), REPL mode, or its path
+            # Pony's `db._get_cache()`, with our lean cache (socketify.db.session). PERF: a new
+            # cache has no changes, no identity map entry and no connection to check.
+            cache = caches[db] = LeanSessionCache(db, state["db_session"])
             connection = self._connect(db, cache)
-        elif cache.immediate and not cache.in_transaction:
-            return None  # Pony sets the transaction mode first
+        else:
+            if (
+                cache.modified
+                or cache.db_session is not state["db_session"]
+                or state["debug"]
+                or state["prefetch_context_stack"]
+            ):
+                return None
+            indexes = cache.indexes
+            pk_attrs = self.pk_attrs
+            if pk_attrs in indexes and pkval in indexes[pk_attrs]:
+                return None  # in the identity map: Pony's cache checks apply
+            connection = cache.connection
+            if connection is None:
+                connection = self._connect(db, cache)
+            elif cache.immediate and not cache.in_transaction:
+                return None  # Pony sets the transaction mode first
         sql = self.sql
-        shape = self.arguments
-        arguments = (pkval,) if shape is _INT_KEY else self.arguments_for(pkval)
-        cursor = connection.cursor()
+        if type(connection) is self.key_read_cursor_type:
+            cursor = connection.key_read_cursor
+            if cursor is None:
+                cursor = connection.key_read_cursor = connection.cursor()
+        else:
+            cursor = connection.cursor()
         started = time()
         prepared = self.prepared
         try:
             # PERF: the driver's execute, not the provider's: no statement here calls a Python
-            # SQL function, so only a failure needs Pony's translation (`_retry_select`).
+            # SQL function, so only a failure needs Pony's translation (`_retry_select`). The
+            # parameters are laid out only for the text statement, not the prepared one.
             if (
                 prepared is None
                 or cache.in_transaction
                 or not prepared.run(connection, cursor, pkval)
             ):
-                cursor.execute(sql, arguments)
+                cursor.execute(
+                    sql, (pkval,) if self.arguments is _INT_KEY else self.arguments_for(pkval)
+                )
         except Exception as error:
-            cursor, started = self._retry_select(cache, error, arguments)
+            cursor, started = self._retry_select(cache, error, self.arguments_for(pkval))
         if cache.immediate:
             cache.in_transaction = True
-        _count_query(db, sql, started)
+        count_query(db, sql, started)
         rows = cursor.fetchmany(2)
         if len(rows) != 1:
             if rows:
@@ -281,23 +304,27 @@ class PkLoader:
         """Pony's `SessionCache.connect`; for a session that reads in autocommit mode, our
         provider's `prepare_read` sets the mode (Pony's `set_transaction_mode` would find
         nothing more to do than that, and a log line in debug mode, which Pony handles)."""
-        provider = db.provider
         session = cache.db_session
         if (
             cache.in_transaction
             or cache.immediate
-            or not getattr(provider, "session_reads_in_autocommit", False)
+            or not self.reads_in_autocommit
             or (session is not None and (session.serializable or session.ddl))
         ):
             return cache.connect()
-        connection, is_new = provider.connect()
+        provider = db.provider
+        # PERF: the pool's own connect, not the provider's wrapper around it, and no call to a
+        # `prepare_read` with nothing to do (SQLite's): two Python calls less per session.
+        connection, is_new = provider.pool.connect()
         if is_new:
-            db.call_on_connect(connection)
-        try:
-            provider.prepare_read(connection)
-        except BaseException:
-            provider.drop(connection, cache)
-            raise
+            provider.welcome(connection)  # `@db.on_connect` hooks
+        prepare_read = self.prepare_read
+        if prepare_read is not None:
+            try:
+                prepare_read(connection)
+            except BaseException:
+                provider.drop(connection, cache)
+                raise
         cache.connection = connection
         return connection
 
@@ -346,7 +373,17 @@ class PkLoader:
                 except Exception:  # unhashable
                     pass
             dbvals[attr] = value
-        obj = self._new_loaded(cache, cache_index, pkval)
+        # `_new_loaded`, written out (PERF: one call less)
+        obj = object.__new__(self.cls)
+        cache.objects.add(obj)
+        obj._pkval_ = pkval
+        obj._status_ = "loaded"
+        obj._save_pos_ = None
+        obj._session_cache_ = cache
+        cache_index[pkval] = obj
+        obj._newid_ = None
+        obj._wbits_ = 0
+        obj._rbits_ = self.rbits
         obj._dbvals_ = dbvals
         vals = obj._vals_ = {self.pk: pkval}
         vals.update(dbvals)
@@ -455,39 +492,3 @@ def plain_execute(provider: Any) -> Any:
     """`provider.execute` for a statement that calls no Python SQL function: our providers'
     version without SQLite's traceback bookkeeping (two greenlet-local writes)."""
     return getattr(provider, "execute_plain", provider.execute)
-
-
-def _count_query(db: Any, sql: str, started: float) -> None:
-    """Pony's `_update_local_stat`: `db.last_sql` and the per-thread query statistics (each
-    `QueryStat.query_executed` inlined for a statement seen before)."""
-    duration = time() - started
-    local = db._dblocal.__dict__
-    local["last_sql"] = sql
-    stats = local["stats"]
-    stat = stats.get(sql)
-    total = stats.get(None)
-    if stat is None or total is None or not stat.db_count or not total.db_count:
-        _count_first(stats, sql, duration)
-        return
-    # PERF: the two updates written out, no loop.
-    stat.db_count += 1
-    stat.sum_time += duration
-    if duration < stat.min_time:
-        stat.min_time = duration
-    elif duration > stat.max_time:
-        stat.max_time = duration
-    total.db_count += 1
-    total.sum_time += duration
-    if duration < total.min_time:
-        total.min_time = duration
-    elif duration > total.max_time:
-        total.max_time = duration
-
-
-def _count_first(stats: dict[Any, Any], sql: str, duration: float) -> None:
-    for key in (sql, None):
-        stat = stats.get(key)
-        if stat is None:
-            stats[key] = QueryStat(key, duration)
-        else:
-            stat.query_executed(duration)

@@ -35,7 +35,8 @@ from pony.orm import core
 from pony.orm.core import MultipleObjectsFoundError, ObjectNotFound
 from pony.utils import throw
 
-from socketify.db.fastload import PkLoader, loader_for, overrides, plain_execute
+from socketify.db.converters import overrides, sql2py_of
+from socketify.db.fastload import PkLoader, loader_for, plain_execute
 from socketify.db.providers.base import raise_translated
 
 __all__ = ["get_row"]
@@ -145,6 +146,6 @@ def _row_columns(cls: Any, attr_offsets: Any) -> list[tuple[str, int, Any, Any]]
         else:
             converter = attr.converters[0]
             to_value = converter if overrides(converter, "dbval2val") else None
-        sql2py = converter.sql2py if overrides(converter, "sql2py") else None
+        sql2py = sql2py_of(converter)
         columns.append((attr.name, offsets[0], sql2py, to_value))
     return columns

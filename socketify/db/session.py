@@ -6,7 +6,8 @@ ordinary ones, and Pony's enter and exit read and write it a dozen times. These 
 on the greenlet's own dictionary of that object (`state`, fetched once) and do what Pony's
 default `db_session` does on entering and leaving: `enter_session(state)`, then
 `end_session(state)` when the work returned or `abort_session(state)` when it raised;
-`run_in_db_session(call)` does the three around a call (the middleware's way in).
+`run_in_db_session(call)` does the three around a call (the database middleware writes the
+entering out itself and calls the other two).
 
 The ending that matters for speed — a session that only read, on one database, outside any
 transaction — is Pony's commit-and-release reduced to what it does there: release the session
@@ -18,10 +19,11 @@ translation are Pony's.
 The caller must know no session is open (the middleware checks); a nested session is simply
 the caller calling `call()` directly, as Pony's nesting would.
 
-`session_cache(db, state)` is Pony's `db._get_cache()` for the fast readers: the same checks,
-but the cache it creates is a `LeanSessionCache`, which makes the eight containers a read
-never touches (permission caches, collection statistics, ...) on first use instead of up
-front; Pony reaches them by attribute, so it cannot tell the difference.
+The fast readers (socketify.db.fastload) make a session's cache as Pony's `db._get_cache()`
+would, but a `LeanSessionCache`: it makes the containers a read never touches (permission
+caches, collection statistics, ...) on first use instead of up front, and its fields that start
+as constants start as class attributes; Pony reaches them all by attribute, so it cannot tell
+the difference.
 """
 
 from __future__ import annotations
@@ -40,7 +42,6 @@ __all__ = [
     "end_session",
     "enter_session",
     "run_in_db_session",
-    "session_cache",
 ]
 
 T = TypeVar("T")
@@ -88,84 +89,76 @@ def end_session(state: dict[str, Any]) -> None:
     """End the session after its work returned: commit, or only release after reads."""
     state["db_context_counter"] = 0
     caches = state["db2cache"]
+    if not caches:
+        _forget_session(state)
+        return
     if len(caches) > 1:
         _db_session._commit_or_rollback(None, None, None)  # Pony's commit and release
         return
-    if caches:
-        (cache,) = caches.values()
-        if (
-            cache.modified
-            or cache.in_transaction
-            or cache.objects_to_save
-            or cache.db_session is not _db_session
-        ):
-            _db_session._commit_or_rollback(None, None, None)
-            return
-        # What Pony's commit() then release leave to do here: no flush or COMMIT is due,
-        # so only the release (the commit's clearing of the cache is discarded with it).
+    (cache,) = caches.values()
+    if (
+        cache.modified
+        or cache.in_transaction
+        or cache.objects_to_save
+        or cache.db_session is not _db_session
+    ):
+        _db_session._commit_or_rollback(None, None, None)
+        return
+    # What Pony's commit() then release leave to do here: no flush or COMMIT is due, so only
+    # the release (the commit's clearing of the cache is discarded with it), which is Pony's
+    # `cache.close(rollback=False)` for a cache of our non-strict, non-DDL session, written out
+    # here (PERF: no call per step).
+    try:
+        database = cache.database
+        del caches[database]
+        cache.is_alive = False
+        connection = cache.connection
+        if connection is None:
+            return  # Pony leaves the objects attached then, and so do we
+        cache.connection = None
         try:
-            _release(cache, caches)
+            provider = database.provider
+            pool = getattr(provider, "pool", None)
+            if type(pool) is BoundedPool:
+                pool.release(connection)  # what our providers' release does outside DDL
+            else:
+                provider.release(connection, cache)
         finally:
-            _forget_session(state)
-    else:
-        _forget_session(state)
+            for obj in cache.objects:
+                obj._dbvals_ = obj._session_cache_ = None
+                has_collections = type(obj).__dict__.get(_HAS_COLLECTIONS)
+                if has_collections is None:
+                    has_collections = _note_collections(type(obj))
+                if has_collections:
+                    vals = obj._vals_
+                    for attr, setdata in list(vals.items()):
+                        if attr.is_collection and not setdata.is_fully_loaded:
+                            vals[attr] = None
+            cache.objects = cache.objects_to_save = cache.saved_objects = None
+            cache.query_results = cache.indexes = cache.seeds = cache.for_update = None
+            cache.max_id_cache = cache.modified_collections = None
+            cache.collection_statistics = cache.dbvals_deduplication_cache = None
+    finally:
+        state["db_session"] = None
+        if state["user_groups_cache"] or state["user_roles_cache"]:
+            _forget_users(state)
 
 
 def _forget_session(state: dict[str, Any]) -> None:
     state["db_session"] = None
-    if state["user_groups_cache"]:
-        state["user_groups_cache"].clear()
-    if state["user_roles_cache"]:
-        state["user_roles_cache"].clear()
+    if state["user_groups_cache"] or state["user_roles_cache"]:
+        _forget_users(state)
 
 
-def _release(cache: Any, caches: dict[Any, Any]) -> None:
-    """Pony's `cache.close(rollback=False)` for a cache of our non-strict, non-DDL session."""
-    database = cache.database
-    del caches[database]
-    cache.is_alive = False
-    connection = cache.connection
-    if connection is None:
-        return  # Pony leaves the objects attached then, and so do we
-    cache.connection = None
-    try:
-        provider = database.provider
-        pool = getattr(provider, "pool", None)
-        if type(pool) is BoundedPool:
-            pool.release(connection)  # what our providers' release does outside DDL
-        else:
-            provider.release(connection, cache)
-    finally:
-        for obj in cache.objects:
-            obj._dbvals_ = obj._session_cache_ = None
-            has_collections = type(obj).__dict__.get(_HAS_COLLECTIONS)
-            if has_collections is None:
-                has_collections = _note_collections(type(obj))
-            if has_collections:
-                vals = obj._vals_
-                for attr, setdata in list(vals.items()):
-                    if attr.is_collection and not setdata.is_fully_loaded:
-                        vals[attr] = None
-        cache.objects = cache.objects_to_save = cache.saved_objects = cache.query_results = None
-        cache.indexes = cache.seeds = cache.for_update = cache.max_id_cache = None
-        cache.modified_collections = cache.collection_statistics = None
-        cache.dbvals_deduplication_cache = None
+def _forget_users(state: dict[str, Any]) -> None:
+    state["user_groups_cache"].clear()
+    state["user_roles_cache"].clear()
 
 
 def _note_collections(cls: Any) -> bool:
     has_collections = any(attr.is_collection for attr in cls._attrs_)
     type.__setattr__(cls, _HAS_COLLECTIONS, has_collections)
     return has_collections
-
-
-def session_cache(db: Any, state: dict[str, Any]) -> Any:
-    """Pony's `db._get_cache()`, given the greenlet's dict of Pony's local state."""
-    cache = state["db2cache"].get(db)
-    if cache is None:
-        if not state["db_context_counter"] or db.provider is None:
-            return db._get_cache()  # Pony's errors (no db_session, not bound) or its REPL mode
-        cache = state["db2cache"][db] = LeanSessionCache(db, state["db_session"])
-    return cache
 
 
 def _nested_defaultdict() -> defaultdict[Any, Any]:
@@ -221,19 +214,30 @@ class LeanSessionCache(core.SessionCache):
         "obj_labels_cache",
     )
 
+    # PERF: the fields of Pony's SessionCache.__init__ that start as constants: read from the
+    # class until the session sets them (an immutable value is never changed in place).
+    is_alive = True
+    noflush_counter = 0
+    modified = False
+    connection = None
+    in_transaction = False
+    saved_fk_state = None
+    _CLASS_DEFAULTS = (
+        "is_alive",
+        "noflush_counter",
+        "modified",
+        "connection",
+        "in_transaction",
+        "saved_fk_state",
+    )
+
     def __init__(self, database: Any, db_session: Any) -> None:
-        # The fields of Pony's SessionCache.__init__, minus those in _MADE_ON_USE.
-        self.is_alive = True
+        # The other fields of Pony's SessionCache.__init__, minus those in _MADE_ON_USE.
         self.num = next(_num_counter)
         self.database = database
         self.objects: set[Any] = set()
         self.indexes: defaultdict[Any, Any] = defaultdict(dict)
-        self.noflush_counter = 0
         self.objects_to_save: list[Any] = []
         self.dbvals_deduplication_cache: defaultdict[Any, Any] = defaultdict(dict)
-        self.modified = False
         self.db_session = db_session
         self.immediate = db_session is not None and db_session.immediate
-        self.connection = None
-        self.in_transaction = False
-        self.saved_fk_state = None

@@ -235,3 +235,32 @@ def test_on_connect_hooks_run_once_per_new_connection_and_a_failing_one_frees_it
             m.User.select().count()
     assert len(seen) == 2
     db.disconnect()
+
+
+def test_on_connect_hooks_run_for_a_connection_the_primary_key_read_opens(any_url: str) -> None:
+    db = socketify.db.connect(any_url, pool_size=1, pool_timeout=0.2)
+    seen: list[int] = []
+    fail = [False]
+
+    @db.on_connect()
+    def setup(database: Any, connection: Any) -> None:
+        seen.append(id(connection))
+        if fail[0]:
+            raise RuntimeError("hook failed")
+
+    m = define(db)
+    with db_session:
+        m.User(name="Ann", email="a@x")
+    db.pool.close_idle()
+    seen.clear()
+    fail[0] = True
+    # `User[1]` takes the compiled loader's way to the pool (socketify.db.fastload).
+    with pytest.raises(RuntimeError, match="hook failed"), db_session:
+        m.User[1]
+    fail[0] = False
+    for _ in range(3):  # the failed connection's slot came back; one new connection since
+        with db_session:
+            assert m.User[1].name == "Ann"
+    assert len(seen) == 2
+    assert db.pool_stats().in_use == 0
+    db.disconnect()

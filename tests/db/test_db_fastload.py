@@ -359,9 +359,13 @@ def test_the_lean_session_cache_has_every_field_of_ponys(things: Any) -> None:
         pony_cache = pony_core.SessionCache(db)
         lean = LeanSessionCache(db, pony_core.local.db_session)
         eager = set(vars(lean))
-        assert eager | set(LeanSessionCache._MADE_ON_USE) == set(vars(pony_cache))
-        for name in LeanSessionCache._MADE_ON_USE:
+        made_on_use, defaults = LeanSessionCache._MADE_ON_USE, LeanSessionCache._CLASS_DEFAULTS
+        assert eager | set(made_on_use) | set(defaults) == set(vars(pony_cache))
+        for name in made_on_use:
             assert type(getattr(lean, name)) is type(getattr(pony_cache, name))
+        for name in defaults:  # constants: equal and immutable
+            assert getattr(lean, name) == getattr(pony_cache, name)
+            assert type(getattr(lean, name)) in (bool, int, type(None))
         with pytest.raises(AttributeError):
             lean.no_such_field  # noqa: B018
 
@@ -454,3 +458,19 @@ def test_an_entity_of_plain_columns_is_built_as_pony_builds_it(
             assert (fast._vals_[Plain.name] is fast._vals_[Plain.alias]) == shared
             assert Plain[key] is fast and fast.to_dict() == reference.to_dict()
     db.disconnect()
+
+
+def test_a_first_read_in_sql_debug_mode_is_ponys(things: Any, pony_loads: list[str]) -> None:
+    """Debug mode logs each statement, which Pony does: the loader leaves a new session to it."""
+    from pony.orm import set_sql_debug
+
+    set_sql_debug(True)
+    try:
+        with db_session:
+            assert things.Thing[1].label == "full"
+    finally:
+        set_sql_debug(False)
+    assert pony_loads == ["Thing"]
+    with db_session:
+        assert things.Thing[1].label == "full"
+    assert pony_loads == ["Thing"]  # and takes the new session again outside it

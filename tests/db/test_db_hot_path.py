@@ -214,3 +214,51 @@ def test_prepared_statement_names_follow_their_text_never_a_counter() -> None:
         == f'PREPARE {first.name} AS SELECT "id", "name" FROM "user" WHERE "id" = $1'
     )
     assert PreparedSelect.for_statement(sql + " AND x LIKE '%%'", "p1") is None
+
+
+def test_a_key_read_after_a_write_on_the_same_postgres_connection_reads_in_autocommit(
+    pg_url: str,
+) -> None:
+    """The loader's own `prepare_read` step: the write left the connection out of autocommit."""
+    db = socketify.db.connect(pg_url, pool_size=1)
+    m = define(db)
+    with db_session:
+        m.User(id=1, name="Ann", email="a@x")  # a transaction: autocommit switched off
+    con, _ = db.pool.connect()  # the pool's only connection, as the write left it
+    assert not con.autocommit
+    db.pool.release(con)
+    assert loader_for(m.User).prepare_read is not None  # type: ignore[union-attr]
+    with db_session:
+        assert m.User[1].name == "Ann"
+        assert db._get_cache().connection is con
+        assert con.autocommit  # the read ran outside any transaction
+    db.disconnect()
+
+
+def test_sqlite_key_reads_skip_the_read_preparation_that_has_nothing_to_do(
+    sqlite_url: str,
+) -> None:
+    db = socketify.db.connect(sqlite_url, pool_size=1)
+    m = define(db)
+    assert loader_for(m.User).prepare_read is None  # type: ignore[union-attr]
+    db.disconnect()
+
+
+def test_postgres_key_reads_reuse_one_cursor_per_connection_until_it_closes(
+    pg_url: str,
+) -> None:
+    client, db, _ = user_app(pg_url)
+    assert client.get("/users/1").json() == {"id": 1, "name": "Ann"}
+    con, _ = db.pool.connect()  # the pool's only connection
+    cursor = con.key_read_cursor
+    db.pool.release(con)
+    assert cursor is not None and not cursor.closed
+    for _ in range(3):
+        assert client.get("/users/1").json() == {"id": 1, "name": "Ann"}
+    assert client.get("/users/2").status == 404  # a miss leaves the cursor usable
+    assert client.get("/users/1").json() == {"id": 1, "name": "Ann"}
+    assert con.key_read_cursor is cursor
+    db.pool.close_idle()
+    assert con.closed and con.key_read_cursor is None  # no connection-cursor cycle left
+    assert client.get("/users/1").json() == {"id": 1, "name": "Ann"}  # a new connection
+    db.disconnect()

@@ -13,17 +13,29 @@ from db_models import define
 from pony.orm import db_session
 
 import socketify.db
-from socketify import Request, Response, Server
+from socketify import Request, Response, Server, chain
 from socketify.db import transactional
+from socketify.db.middleware import close_session, in_db_session, open_session
 from socketify.testing import TestClient
 
+# The middleware's two forms: `(req, res, next)` (what `transactional` uses), and the hooks
+# the chain calls directly (what `socketify.db.middleware` returns).
+FORMS = ("plain", "hooked")
 
-def build(url: str, **pool: Any) -> tuple[Server, SimpleNamespace, Any]:
+
+def db_middleware(form: str) -> Any:
+    """The database middleware in the given form."""
+    if form == "plain":
+        return in_db_session
+    return chain.hooked(open_session, close_session, name="db_session")
+
+
+def build(url: str, form: str = "plain", **pool: Any) -> tuple[Server, SimpleNamespace, Any]:
     db = socketify.db.connect(url, **pool)
     m = define(db)
     server = Server()
     server.use(lambda req, res, next: (res.set_header("X-Trace", "t1"), next()))
-    server.use(socketify.db.middleware(db))
+    server.use(db_middleware(form))
     release = threading.Event()
     holding = threading.Event()
 
@@ -60,6 +72,14 @@ def build(url: str, **pool: Any) -> tuple[Server, SimpleNamespace, Any]:
         m.User.select().count()
         m.User[999]  # ObjectNotFound: the whole request must roll back
 
+    def write_then_miss(req: Request, res: Response) -> None:
+        m.User(name="Ghost", email="ghost@x")
+        m.User.select().count()
+        m.User[999]  # ObjectNotFound: the outermost session answers it after its rollback
+
+    # The route's own database middleware, nested in the server's.
+    server.post("/users/nested-middleware", write_then_miss).use(db_middleware(form))
+
     @server.get("/hold")
     def hold(req: Request, res: Response) -> None:
         m.User.select().count()  # takes the only pooled connection
@@ -71,9 +91,9 @@ def build(url: str, **pool: Any) -> tuple[Server, SimpleNamespace, Any]:
     return server, m, SimpleNamespace(db=db, **vars(tools))
 
 
-@pytest.fixture
-def app(sqlite_url: str) -> tuple[TestClient, SimpleNamespace, Any]:
-    server, m, tools = build(sqlite_url, pool_size=1, pool_timeout=0.2)
+@pytest.fixture(params=FORMS)
+def app(request: pytest.FixtureRequest, sqlite_url: str) -> tuple[TestClient, SimpleNamespace, Any]:
+    server, m, tools = build(sqlite_url, request.param, pool_size=1, pool_timeout=0.2)
     return TestClient(server), m, tools
 
 
@@ -155,6 +175,117 @@ def test_mapped_error_in_a_nested_session_still_rolls_back_everything(
     client, m, _ = app
     assert client.post("/users/nested").status == 404
     assert count_users(m) == 0
+
+
+def test_a_route_middleware_nested_in_the_servers_leaves_the_ending_to_it(
+    app: tuple[TestClient, SimpleNamespace, Any],
+) -> None:
+    client, m, _ = app
+    response = client.post("/users/nested-middleware")
+    assert response.status == 404
+    assert response.headers["X-Trace"] == "t1"
+    assert count_users(m) == 0
+    assert client.get("/users/41").status == 404  # the session state was left clean
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_route_middleware_alone_commits_rolls_back_and_answers(
+    sqlite_url: str, form: str
+) -> None:
+    db = socketify.db.connect(sqlite_url, pool_size=1)
+    m = define(db)
+    server = Server()
+
+    def create(req: Request, res: Response) -> None:
+        body = req.json()
+        m.User(name=body["name"], email=body["email"])
+        if body.get("then") == "commit":
+            res.status(201).send("made")
+            return  # the INSERT runs at the commit, after the handler
+        m.User.select().count()  # flush, so a duplicate shows up in this handler
+        if body.get("then") == "crash":
+            raise RuntimeError("bug after the INSERT")
+        res.status(201).send("made")
+
+    def show(req: Request, res: Response) -> None:
+        res.json({"name": m.User[int(req.params["id"])].name})
+
+    server.post("/users", create).use(db_middleware(form))
+    server.get("/users/:id", show).use(db_middleware(form))
+    client = TestClient(server)
+    assert client.post("/users", json={"name": "Ann", "email": "a@x"}).status == 201
+    assert client.get("/users/1").json() == {"name": "Ann"}
+    assert client.get("/users/2").status == 404
+    duplicate = client.post("/users", json={"name": "Bob", "email": "a@x"})
+    assert (duplicate.status, duplicate.json()["field"]) == (409, "email")
+    at_commit = client.post("/users", json={"name": "Bob", "email": "a@x", "then": "commit"})
+    assert (at_commit.status, at_commit.json()["field"]) == (409, "email")  # not the 201
+    assert client.post("/users", json={"name": "Cy", "email": "c@x", "then": "crash"}).status == 500
+    assert count_users(m) == 1
+    assert db.pool_stats().in_use == 0
+    db.disconnect()
+
+
+def test_close_session_answers_mapped_errors_and_leaves_the_rest_to_the_chain(
+    sqlite_url: str,
+) -> None:
+    db = socketify.db.connect(sqlite_url, pool_size=1)
+    m = define(db)
+    answered: list[tuple[int, Any]] = []
+    res = SimpleNamespace(
+        reset_for_error=lambda: None,
+        set_header=lambda name, value: None,
+        status=lambda code: SimpleNamespace(json=lambda body: answered.append((code, body))),
+    )
+    for make_error, expected in [
+        (lambda: m.User[5], True),  # ObjectNotFound: 404
+        (lambda: 1 / 0, False),  # a bug: the chain re-raises it
+    ]:
+        assert open_session(None, res) is True
+        try:
+            make_error()
+        except Exception as exc:
+            error = exc
+        assert close_session(None, res, error) is expected
+        assert pony_state()["db_session"] is None and pony_state()["db_context_counter"] == 0
+    assert answered == [(404, {"error": "not found"})]
+    assert open_session(None, res) is True
+    assert close_session(None, res, None) is False  # nothing to answer, the session ended
+    assert pony_state()["db_session"] is None
+    db.disconnect()
+
+
+def test_close_session_answers_a_commit_that_fails(sqlite_url: str) -> None:
+    db = socketify.db.connect(sqlite_url, pool_size=1)
+    m = define(db)
+    with db_session:
+        m.User(name="Ann", email="a@x")
+    answered: list[int] = []
+    res = SimpleNamespace(
+        reset_for_error=lambda: None,
+        set_header=lambda name, value: None,
+        status=lambda code: SimpleNamespace(json=lambda body: answered.append(code)),
+    )
+    open_session(None, res)
+    m.User(name="Imposter", email="a@x")  # flushed only at the commit, which fails
+    assert close_session(None, res, None) is True
+    assert answered == [409]
+    assert pony_state()["db_session"] is None
+    assert count_users(m) == 1
+    db.disconnect()
+
+
+def test_middleware_is_the_hooked_form(sqlite_url: str) -> None:
+    db = socketify.db.connect(sqlite_url)
+    hooked = socketify.db.middleware(db)
+    assert isinstance(hooked, chain.Hooked)
+    assert (hooked.before, hooked.after) == (open_session, close_session)
+
+
+def pony_state() -> dict[str, Any]:
+    from pony.orm import core
+
+    return core.local.__dict__
 
 
 def test_pool_exhaustion_is_503_with_retry_after(

@@ -164,6 +164,59 @@ def test_a_recipe_that_cannot_check_hands_idle_connections_out_unchecked(
     assert pool.stats() == pool_module.PoolStats(1, 1, 0, 0, 1, 1, 0)
 
 
+def test_a_recipe_whose_check_is_the_closed_flag_is_checked_by_the_pool_itself(
+    recipe: FakeRecipe,
+) -> None:
+    recipe.usable_unless_closed = True  # type: ignore[attr-defined]  # as PostgreSQL's says
+    recipe.usable = lambda con: pytest.fail("usable() called")  # type: ignore[method-assign]
+    pool = BoundedPool(recipe, size=1, timeout=0.2)
+    con, _ = pool.connect()
+    pool.release(con)
+    again, is_new = pool.connect()
+    assert again is con and not is_new
+    pool.release(con)
+    con.closed = True  # the server closed it while idle: replaced, through `usable` again
+    recipe.usable = lambda con: not con.closed  # type: ignore[method-assign]
+    fresh, is_new = pool.connect()
+    assert is_new and fresh is not con
+    assert pool.stats().opened == 1
+
+
+def test_a_recipe_whose_reset_is_a_rollback_is_rolled_back_by_the_pool_itself(
+    recipe: FakeRecipe,
+) -> None:
+    recipe.reset_is_rollback = True  # type: ignore[attr-defined]  # as Pony's recipes say
+    recipe.reset = lambda con: pytest.fail("reset() called")  # type: ignore[method-assign]
+    rollbacks: list[FakeConnection] = []
+    pool = BoundedPool(recipe, size=1, timeout=0.2)
+    con, _ = pool.connect()
+    con.rollback = lambda: rollbacks.append(con)  # type: ignore[attr-defined]
+    pool.release(con)
+    assert rollbacks == [con]
+    assert pool.connect()[0] is con
+
+    def server_gone() -> None:
+        raise RuntimeError("server went away")
+
+    con.rollback = server_gone  # type: ignore[attr-defined]
+    pool.release(con)  # a failed rollback discards the connection, as a failed reset does
+    assert con.closed and pool.stats().idle == 0
+
+
+def test_only_recipes_with_ponys_reset_say_it_is_a_rollback() -> None:
+    from socketify.db.providers.base import PonyRecipe
+    from socketify.db.providers.postgres import PostgresRecipe
+    from socketify.db.providers.sqlite import SQLiteRecipe
+
+    class Resetting(PonyRecipe):
+        def reset(self, con: Any) -> None:
+            con.execute("DISCARD ALL")
+
+    assert PonyRecipe.reset_is_rollback and SQLiteRecipe.reset_is_rollback
+    assert PostgresRecipe.reset_is_rollback
+    assert not Resetting.reset_is_rollback
+
+
 def test_a_postgres_connection_closed_while_idle_is_replaced(pg_url: str) -> None:
     db = socketify.db.connect(pg_url, pool_size=1)
     with db_session:

@@ -31,6 +31,14 @@ POOL_TIMEOUT = "socketify_pool_timeout"
 class PonyRecipe:
     """Opens connections the way Pony's pool class `pony_pool` does; resets and closes them."""
 
+    # The pool calls `con.rollback()` itself, without this recipe's `reset` (see pool.py),
+    # while `reset` is this class's; a subclass that overrides it gets False.
+    reset_is_rollback = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.reset_is_rollback = cls.reset is PonyRecipe.reset
+
     def __init__(self, pony_pool: Any) -> None:
         self._cls = type(pony_pool)
         # The settings Pony's pool was built with; `con` and `pid` are per-connection state.
@@ -91,14 +99,19 @@ class Pooled:
         pool: BoundedPool = self.pool  # type: ignore[attr-defined]
         con, is_new = pool.connect()
         if is_new:
-            # Run the `@db.on_connect` hooks here rather than let Pony run them after we
-            # return: a hook that fails there would leave the connection checked out forever.
-            try:
-                self.database.call_on_connect(con)  # type: ignore[attr-defined]
-            except BaseException:
-                pool.drop(con)
-                raise
+            self.welcome(con)
         return con, False
+
+    def welcome(self, con: Any) -> None:
+        """Run the `@db.on_connect` hooks on a connection the pool has just opened.
+
+        Here rather than after `connect` returns, as Pony would: a hook that fails there would
+        leave the connection checked out forever; here it is dropped."""
+        try:
+            self.database.call_on_connect(con)  # type: ignore[attr-defined]
+        except BaseException:
+            self.pool.drop(con)  # type: ignore[attr-defined]
+            raise
 
     def release(self, connection: Any, cache: Any = None) -> None:
         """Return a connection at the end of a session; DDL sessions take Pony's path."""

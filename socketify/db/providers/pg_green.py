@@ -27,9 +27,10 @@ _get_hub: Any = None  # gevent's get_hub, set when the callback is installed
 
 
 class GreenConnection(extensions.connection):
-    """A psycopg2 connection that keeps its gevent watchers and prepared statements."""
+    """A psycopg2 connection that keeps its gevent watchers, prepared statements and a cursor
+    for the primary-key reads."""
 
-    __slots__ = ("green_watchers", "prepared_statements")
+    __slots__ = ("green_watchers", "key_read_cursor", "prepared_statements")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)  # connecting waits the usual way: libpq may try
@@ -38,6 +39,11 @@ class GreenConnection(extensions.connection):
         self.green_watchers: tuple[Any, Any, Any] | None = None
         # Names of the statements prepared on this connection (see pg_prepared).
         self.prepared_statements: set[str] = set()
+        # PERF: the cursor socketify.db.fastload runs its reads on, made once: a psycopg2
+        # cursor costs more to make than the Python side of the read it serves. Its results
+        # are one row, read at once; it is cleared when the connection is closed (a cursor
+        # refers to its connection: the pair is a cycle while both live).
+        self.key_read_cursor: Any = None
 
 
 def close_watchers(con: Any) -> None:

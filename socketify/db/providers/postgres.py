@@ -19,6 +19,8 @@ SCHEMA = "socketify_schema"
 class PostgresRecipe(PonyRecipe):
     """psycopg2 connections, made cooperative when the process runs under gevent."""
 
+    usable_unless_closed = True  # `usable` below: the pool reads `con.closed` itself
+
     def prepare(self, con: Any) -> None:
         cooperate_with_gevent()
 
@@ -27,8 +29,10 @@ class PostgresRecipe(PonyRecipe):
         return not con.closed
 
     def close(self, con: Any) -> None:
-        """Close the connection and the gevent watchers it kept."""
+        """Close the connection and the gevent watchers and cursor it kept."""
         close_watchers(con)
+        if isinstance(con, GreenConnection):
+            con.key_read_cursor = None
         con.close()
 
 
@@ -36,6 +40,8 @@ class Provider(Pooled, PGProvider):
     """Pony's PostgreSQL provider with a bounded pool and, optionally, a schema of its own."""
 
     session_reads_in_autocommit = True
+    # Connections of this type keep the cursor of the primary-key reads (fastload).
+    key_read_cursor_type = GreenConnection
 
     def get_pool(self, *args: Any, **kwargs: Any) -> BoundedPool:
         """A bounded pool; with `schema=` every connection searches that schema first."""
