@@ -1,19 +1,24 @@
 """The database bar: GET /users/:id (one primary-key select in a db_session) vs /ping.
 
-Besides the bar's route (`User[1]`, an entity object), each round also measures
+Besides the bar's route (`User[1]`, an entity object), each round also measures two reference
+lines, reported separately and clearly labelled; the verdict is the bar route's:
 /users/1/row, the same read through `socketify.db.get_row` (a plain dict, no entity object),
-reported separately and clearly labelled; the verdict is the bar route's.
+and /users/1/driver, the driver ceiling: the same SELECT through `sqlite3` or psycopg2 alone,
+no ORM and nothing of socketify.db on the request path (see load_tests/apps/db_users.py). The
+ceiling says what ratio the database itself leaves room for on this machine.
 
     python load_tests/run_db.py [--rounds 3] [--duration 5] [--connections 50] [--only sqlite]
 
 For SQLite (a WAL file in a temporary directory) and PostgreSQL (a schema of its own in
 database `test` at 127.0.0.1:5432, user postgres, dropped afterwards), starts `socketify run
 load_tests.apps.db_users:server --workers 1` pinned to CPU 1 and runs `wrk -t1` pinned to CPU 0
-against `/ping`, `/users/1` and `/users/1/row`, alternating for several rounds so a noisy
-neighbour hits all alike. It prints each round's req/s and the ratio to /ping of the same round,
-then the median.
+against `/ping`, `/users/1`, `/users/1/row` and `/users/1/driver`, alternating for several
+rounds so a noisy neighbour hits all alike. It prints each round's req/s and the ratio to /ping
+of the same round, then the median.
 During the PostgreSQL run a sampler counts the server's backends in `pg_stat_activity` (by the
-run's `application_name`) every 20 ms. Results go to load_tests/results/db-users-*.json.
+run's `application_name`) every 20 ms; the driver ceiling's own connections carry that
+name plus `_driver` and are not counted (they are not the pool's). Results go to
+load_tests/results/db-users-*.json.
 Bars (issue 7): SQLite >= 0.5x /ping, PostgreSQL >= 0.3x /ping, PostgreSQL connections never
 above workers x pool_size.
 """
@@ -52,8 +57,16 @@ APP = "load_tests.apps.db_users:server"
 PG_ADMIN = {"host": "127.0.0.1", "port": 5432, "user": "postgres", "dbname": "test"}
 OBJECT_ROUTE = "/users/1"  # `User[1]`: the bar's route, Pony's entity object
 ROW_ROUTE = "/users/1/row"  # `socketify.db.get_row(User, 1)`: the read-only fast path
-ROUTES = ("/ping", OBJECT_ROUTE, ROW_ROUTE)
-LABELS = {OBJECT_ROUTE: "object path User[1]", ROW_ROUTE: "row fast path get_row"}
+DRIVER_ROUTE = "/users/1/driver"  # the driver alone, no ORM: what the database leaves room for
+REFERENCES = (ROW_ROUTE, DRIVER_ROUTE)  # measured and reported beside the bar's route
+ROUTES = ("/ping", OBJECT_ROUTE, *REFERENCES)
+LABELS = {
+    OBJECT_ROUTE: "object path User[1]",
+    ROW_ROUTE: "row fast path get_row",
+    DRIVER_ROUTE: "driver ceiling: the driver alone, no ORM",
+}
+# The application_name suffix of the driver ceiling's PostgreSQL connections (db_users.py).
+DRIVER_APPLICATION_SUFFIX = "_driver"
 BARS = {"sqlite": 0.5, "postgres": 0.3}
 WORKERS = 1
 SAMPLE_EVERY_S = 0.02
@@ -112,14 +125,15 @@ def backend_pids(application_name: str) -> list[int]:
         con.close()
 
 
-def timed(run: WrkRun, url: str, worker: int, schema: str | None) -> RouteRun:
-    """Run wrk against url, noting the CPU the worker and the backends used meanwhile."""
-    backends = backend_pids(schema) if schema else []
+def timed(run: WrkRun, url: str, worker: int, application_name: str | None) -> RouteRun:
+    """Run wrk against url, noting the CPU the worker and the backends (the connections named
+    `application_name`) used meanwhile."""
+    backends = backend_pids(application_name) if application_name else []
     before = [cpu_seconds(pid) for pid in [worker, *backends]]
     result = checked(run.run(url))
     after = [cpu_seconds(pid) for pid in [worker, *backends]]
     spent = [1e6 * (b - a) / result.requests for a, b in zip(before, after, strict=True)]
-    return RouteRun(result, spent[0], sum(spent[1:]) if schema else None)
+    return RouteRun(result, spent[0], sum(spent[1:]) if application_name else None)
 
 
 class ConnectionSampler(threading.Thread):
@@ -188,7 +202,10 @@ def measure(
             if args.warmup:
                 checked(WrkRun(args.connections, args.warmup, cpu=WRK_CPU).run(base + route))
         for number in range(1, args.rounds + 1):
-            runs = {route: timed(run, base + route, worker, schema) for route in ROUTES}
+            runs = {
+                route: timed(run, base + route, worker, application_name(schema, route))
+                for route in ROUTES
+            }
             result.rounds.append(runs)
             ping = runs["/ping"]
             print(
@@ -196,11 +213,11 @@ def measure(
                 f"worker CPU {ping.worker_cpu_us:.0f} µs/request",
                 flush=True,
             )
-            for route in (OBJECT_ROUTE, ROW_ROUTE):
+            for route in (OBJECT_ROUTE, *REFERENCES):
                 users = runs[route]
                 pg = f", postgres {users.postgres_cpu_us:.0f}" if users.postgres_cpu_us else ""
                 print(
-                    f"    {route:<13} {rate(users):>7,.0f} req/s  ratio "
+                    f"    {route:<15} {rate(users):>7,.0f} req/s  ratio "
                     f"{rate(users) / rate(ping):.2f}x  |  worker CPU {users.worker_cpu_us:.0f}"
                     f"{pg} µs/request  ({LABELS[route]})",
                     flush=True,
@@ -210,6 +227,13 @@ def measure(
         sampler.join()
         result.peak_connections = sampler.peak
     return result
+
+
+def application_name(schema: str | None, route: str) -> str | None:
+    """The application_name of the PostgreSQL connections serving `route`; None for SQLite."""
+    if schema is None:
+        return None
+    return schema + DRIVER_APPLICATION_SUFFIX if route == DRIVER_ROUTE else schema
 
 
 def checked(result: WrkResult) -> WrkResult:
@@ -232,7 +256,8 @@ def main() -> int:
     exit_on_sigterm()
     engines = args.only or list(BARS)
     print(
-        f"GET /ping vs GET /users/1, {WORKERS} worker pinned to CPU {SERVER_CPU}, "
+        f"GET /ping vs GET /users/1 (references: {', '.join(REFERENCES)}), "
+        f"{WORKERS} worker pinned to CPU {SERVER_CPU}, "
         f"wrk -t1 -c{args.connections} -d{args.duration}s pinned to CPU {WRK_CPU}, "
         f"pool_size {args.pool_size}"
     )
@@ -258,13 +283,14 @@ def main() -> int:
             f"(bar {BARS[run.engine]}x) {verdict}; by worker CPU per request "
             f"{statistics.median(run.cpu_ratios()):.2f}x"
         )
-        row_median = statistics.median(run.ratios(ROW_ROUTE))
-        row_verdict = "would pass" if row_median >= BARS[run.engine] else "would miss"
-        print(
-            f"  {ROW_ROUTE} ({LABELS[ROW_ROUTE]}, not the bar's route): {row_median:.2f}x /ping "
-            f"({row_verdict}); by worker CPU per request "
-            f"{statistics.median(run.cpu_ratios(ROW_ROUTE)):.2f}x"
-        )
+        for route in REFERENCES:
+            reference = statistics.median(run.ratios(route))
+            would = "would pass" if reference >= BARS[run.engine] else "would miss"
+            print(
+                f"  {route} ({LABELS[route]}; not the bar's route): {reference:.2f}x /ping "
+                f"({would}); by worker CPU per request "
+                f"{statistics.median(run.cpu_ratios(route)):.2f}x"
+            )
         if run.peak_connections is not None:
             limit = WORKERS * args.pool_size
             ok = "PASS" if run.peak_connections <= limit else "MISS"
@@ -302,10 +328,8 @@ def save(runs: list[EngineRun], args: argparse.Namespace) -> Path:
                 "ratios": run.ratios(),
                 "median_ratio": statistics.median(run.ratios()),
                 "cpu_ratios": run.cpu_ratios(),
-                "row_route": ROW_ROUTE,
-                "row_ratios": run.ratios(ROW_ROUTE),
-                "row_median_ratio": statistics.median(run.ratios(ROW_ROUTE)),
-                "row_cpu_ratios": run.cpu_ratios(ROW_ROUTE),
+                **reference_record(run, ROW_ROUTE, "row"),
+                **reference_record(run, DRIVER_ROUTE, "driver"),
                 "peak_pg_connections": run.peak_connections,
             }
             for run in runs
@@ -317,6 +341,17 @@ def save(runs: list[EngineRun], args: argparse.Namespace) -> Path:
     path = results / f"db-users-c{args.connections}-w{WORKERS}-{stamp}.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
     return path
+
+
+def reference_record(run: EngineRun, route: str, prefix: str) -> dict[str, object]:
+    """A reference line's figures for the JSON record, keys starting with `prefix`."""
+    return {
+        f"{prefix}_route": route,
+        f"{prefix}_label": LABELS[route],
+        f"{prefix}_ratios": run.ratios(route),
+        f"{prefix}_median_ratio": statistics.median(run.ratios(route)),
+        f"{prefix}_cpu_ratios": run.cpu_ratios(route),
+    }
 
 
 if __name__ == "__main__":
