@@ -62,6 +62,7 @@ def _worker_total(args: argparse.Namespace, env: dict[str, str], count: int, out
         "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/callgrind.%p",
         sys.executable, "-m", "socketify.cli", "run", args.app,
         "--workers", "1", "--bind", f"{HOST}:{port}",
+        "--timeout", "0",  # under valgrind a busy box can take longer than the silence limit
     ]  # fmt: skip
     with open(out / "log", "wb") as log:
         server = subprocess.Popen(
