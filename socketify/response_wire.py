@@ -96,10 +96,11 @@ def buffered_bytes(res: Response, keep_alive: bool) -> bytes:
             if res._head_only or res._status in NO_BODY_STATUSES:
                 return head
             return head + res._body
-        # PERF: one join makes the answer (concatenating would copy the head twice).
+        # PERF: one join makes the answer (concatenating would copy the head twice); "latin1"
+        # is the spelling the encoder finds without normalising it.
         if res._head_only or res._status in NO_BODY_STATUSES:
-            return b"".join((parts[1], own.encode("latin-1"), parts[2]))
-        return b"".join((parts[1], own.encode("latin-1"), parts[2], res._body))
+            return b"".join((parts[1], own.encode("latin1"), parts[2]))
+        return b"".join((parts[1], own.encode("latin1"), parts[2], res._body))
     if res._head_only or res._status in NO_BODY_STATUSES:
         return head
     return head + res._body
