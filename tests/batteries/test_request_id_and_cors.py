@@ -103,6 +103,18 @@ def test_wildcard_without_credentials() -> None:
     assert "Vary" not in r.headers and "Access-Control-Allow-Credentials" not in r.headers
 
 
+def test_wildcard_replaces_an_allow_origin_set_earlier_and_keeps_other_headers() -> None:
+    def earlier(req, res, next):
+        res.set_header("Access-Control-Allow-Origin", "https://stale.example")
+        res.set_header("X-Earlier", "kept")
+        next()
+
+    for chain in ([earlier, cors.middleware()], [request_id(), earlier, cors.middleware()]):
+        r = app(*chain).get("/thing", headers={"Origin": ORIGIN})
+        assert r.headers.getall("Access-Control-Allow-Origin") == ["*"]
+        assert r.headers["X-Earlier"] == "kept"
+
+
 def test_wildcard_with_credentials_allows_nothing() -> None:
     r = app(cors.middleware(allow_credentials=True)).get("/thing", headers={"Origin": ORIGIN})
     assert "Access-Control-Allow-Origin" not in r.headers
