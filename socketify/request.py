@@ -65,6 +65,12 @@ def _first_forwarded_for(value: str) -> str:
     return ""
 
 
+# PERF: names asked for in lower case already (most lookups), so a missing header costs no
+# lower-casing; bounded, as a handler may ask for names it got from clients.
+_LOWER_CASE_NAMES: set[str] = set()
+_LOWER_CASE_NAMES_KEPT = 1024
+
+
 class Request:
     """An HTTP request: method, path, headers, query, params, cookies and the body."""
 
@@ -212,10 +218,12 @@ class Request:
             if by_name is None:
                 by_name = head.by_name()
         value = by_name.get(name)
-        if value is None:
+        if value is None and name not in _LOWER_CASE_NAMES:
             lower = name.lower()
             if lower != name:
                 value = by_name.get(lower)
+            elif len(_LOWER_CASE_NAMES) < _LOWER_CASE_NAMES_KEPT:
+                _LOWER_CASE_NAMES.add(name)
         return default if value is None else value
 
     @property

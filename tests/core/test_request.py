@@ -203,3 +203,21 @@ def test_a_field_set_on_a_shared_head_stays_on_its_request() -> None:
     assert head._by_name == {"host": "h", "x-a": "1"}
     assert head.by_name() is head._by_name
     assert first.header("x-a") == "changed"
+
+
+def test_header_lookups_by_any_case_after_a_lower_case_miss(make_request) -> None:
+    absent = make_request("GET", "/", [("Host", "h")])
+    assert absent.header("x-late") == "" and absent.header("x-late", "d") == "d"
+    present = make_request("GET", "/", [("X-Late", "v")])
+    assert present.header("x-late") == "v" and present.header("X-LATE") == "v"
+    assert absent.header("X-Late") == ""
+
+
+def test_the_memory_of_lower_case_names_is_bounded(make_request, monkeypatch) -> None:
+    from socketify import request as request_module
+
+    monkeypatch.setattr(request_module, "_LOWER_CASE_NAMES", set())
+    req = make_request("GET", "/", [("Host", "h")])
+    for number in range(request_module._LOWER_CASE_NAMES_KEPT + 50):
+        assert req.header(f"x-{number}") == ""
+    assert len(request_module._LOWER_CASE_NAMES) == request_module._LOWER_CASE_NAMES_KEPT
