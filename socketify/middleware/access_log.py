@@ -97,7 +97,7 @@ def middleware(
         on = cached(level)
         if log.disabled or not (on or (on is None and enabled(level))):
             return
-        tenths = (clock() - req.started_ns + 50_000) // 100_000  # of a millisecond, rounded
+        tenths = (clock() - req.started_ns) // 100_000  # whole tenths of a millisecond
         if resolve is not None:
             ip = resolve(req)
         else:
