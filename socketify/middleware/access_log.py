@@ -4,7 +4,9 @@ One line per request on the logger `socketify.access`: INFO below 400, WARNING f
 for 5xx. The middleware's `after` hook sees the exception leaving the chain, so requests
 that end in an exception are logged too, with the status the server is about to send (500,
 or the HTTPError's), and a chain that stopped without an answer is logged as the 404 the
-server gives it (SPEC §5.10-11 logged both as 200). Formats:
+server gives it (SPEC §5.10-11 logged both as 200). In a server the lines of one loop turn
+go out together (`log_handlers`), and the logger's settings are asked once per such batch.
+Formats:
 
 - `dev`:    `127.0.0.1 GET /x 200 0.1ms 13B` (plus ` rid=... ua=...` when the logger is at
   DEBUG);
@@ -92,11 +94,26 @@ def middleware(
         else:
             status, sent = _unusual_end(res, error)
             code = _STATUSES[status] if 0 <= status < 1000 else str(status)  # any HTTPError's
-        level = _INFO if status < 400 else _WARNING if status < 500 else _ERROR
-        # PERF: what log.isEnabledFor(level) answers, from logging's own cache when it has it.
-        on = cached(level)
-        if log.disabled or not (on or (on is None and enabled(level))):
-            return
+        batch = sink.batch
+        if (
+            batch is not None
+            and batch is sink.batch_handler._pending  # type: ignore[union-attr]  # set together
+            and sink.batch_handler._pending_thread == get_ident()  # type: ignore[union-attr]
+        ):
+            # PERF: this loop turn's batch is open in this thread. When it opened, the logger
+            # took INFO and up (every access level) and said whether it takes DEBUG: its
+            # settings are asked once per batch, not per line (see LineSink).
+            level = 0
+            debug = sink.batch_debug
+        else:
+            batch = None
+            level = _INFO if status < 400 else _WARNING if status < 500 else _ERROR
+            # PERF: what log.isEnabledFor answers, from logging's own cache when it has it.
+            on = cached(level)
+            if log.disabled or not (on or (on is None and enabled(level))):
+                return
+            on = cached(_DEBUG)
+            debug = on or (on is None and enabled(_DEBUG))
         tenths = (clock() - req.started_ns) // 100_000  # whole tenths of a millisecond
         if resolve is not None:
             ip = resolve(req)
@@ -104,32 +121,24 @@ def middleware(
             # PERF: what req.remote_ip answers when proxies are not trusted, without the call.
             ip = req.remote_ip if req.trust_proxy else req.remote_addr
         if render is not None:
-            send(level, render(req, ip, status, tenths / 10.0, sent, log))
-            return
-        # The `dev` line. PERF: every field is a str already (tables below): an f-string
-        # formatting ints and a float costs twice as much.
-        size = "-" if sent is None else _SIZES[sent] if sent < _SIZES_KEPT else f"{sent}B"
-        took = _TENTHS[tenths] if tenths < _TENTHS_KEPT else f"{tenths / 10.0:.1f}ms"
-        path = req.head.path
-        # PERF: the parser lets only visible ASCII through in a target, so the path as sent
-        # needs escaping only for a quote, and decoding only for a `%`.
-        if "%" in path or '"' in path:
-            path = _clean(req.path)
-        line = f"{ip or '-'} {req.method} {path} {code} {took} {size}"
-        debug = cached(_DEBUG)
-        if debug or (debug is None and enabled(_DEBUG)):
-            line += _dev_details(req)
-        # PERF: LineSink.send's usual case, inline: this loop turn's batch is still open in
-        # this thread (its handler takes every access level; a loop turn bounds its length).
-        batch = sink.batch
-        if (
-            batch is not None
-            and batch is sink.batch_handler._pending  # type: ignore[union-attr]  # set together
-            and sink.batch_handler._pending_thread == get_ident()  # type: ignore[union-attr]
-        ):
-            batch.append(line)
+            line = render(req, ip, status, tenths / 10.0, sent, log)
         else:
-            send(level, line)
+            # The `dev` line. PERF: every field is a str already (tables below): an f-string
+            # formatting ints and a float costs twice as much.
+            size = "-" if sent is None else _SIZES[sent] if sent < _SIZES_KEPT else f"{sent}B"
+            took = _TENTHS[tenths] if tenths < _TENTHS_KEPT else f"{tenths / 10.0:.1f}ms"
+            path = req.head.path
+            # PERF: the parser lets only visible ASCII through in a target, so the path as
+            # sent needs escaping only for a quote, and decoding only for a `%`.
+            if "%" in path or '"' in path:
+                path = _clean(req.path)
+            line = f"{ip or '-'} {req.method} {path} {code} {took} {size}"
+            if debug:
+                line += _dev_details(req)
+        if batch is not None and batch is sink.batch_handler._pending:  # type: ignore[union-attr]
+            batch.append(line)
+        else:  # no batch, or another thread wrote it meanwhile
+            send(level or (_INFO if status < 400 else _WARNING if status < 500 else _ERROR), line)
 
     # PERF: after only (the request's clock starts when it is created): a chain calls
     # nothing of it on the way in.

@@ -25,11 +25,11 @@ is made cheap:
   (no filters, no formatter, no propagation): no LogRecord at all. Otherwise it builds a real
   LogRecord from a per-process template (only message, level and times change) and calls
   `logger.handle`, so any handler, filter or custom record factory works as usual. When the
-  logger has one such handler and it takes every level from INFO up, the sink remembers the
-  batch its line opened or joined: the next lines of INFO and up in that loop turn are
-  appended to it with no other check, so a change to the logger's handlers, filters or
-  propagation, or to the handler's level, applies from the next batch (the logger's level is
-  still asked for every line).
+  logger takes INFO and up and has one such handler that does too, the sink remembers the
+  batch its line opened or joined, and whether the logger takes DEBUG: the next lines of that
+  loop turn are appended to it with no other check. A change to the logger's level,
+  handlers, filters or propagation, or to the handler's level, applies from the next batch
+  (the next loop turn, well under a millisecond later).
 """
 
 from __future__ import annotations
@@ -177,6 +177,7 @@ class LineSink:
         "_start_ns",
         "_template",
         "batch",
+        "batch_debug",
         "batch_handler",
     )
 
@@ -187,6 +188,7 @@ class LineSink:
         # log reads them to append its usual line inline.
         self.batch: list[str] | None = None
         self.batch_handler: _OneWrite | None = None
+        self.batch_debug = False  # whether the logger took DEBUG when the batch opened
         self._seen: list[logging.Handler] | None = None  # the handlers `_direct` was worked out for
         self._direct: list[_OneWrite] | None = None
         self._forks = -1
@@ -241,10 +243,12 @@ class LineSink:
                     len(direct) == 1
                     and handler._pending is not None
                     and handler.level <= logging.INFO
+                    and logger.isEnabledFor(logging.INFO)
                 ):
                     # The next lines of this batch may skip every check above (see send).
                     self.batch = handler._pending
                     self.batch_handler = handler
+                    self.batch_debug = logger.isEnabledFor(logging.DEBUG)
 
     def record(self, level: int, line: str) -> logging.LogRecord:
         """A LogRecord for `line`, equal to what `logger.makeRecord` would build."""

@@ -293,3 +293,43 @@ def test_a_handler_above_info_gets_no_info_line_from_an_open_batch(
     finally:
         logger.handlers.clear()
     assert log_file.read_text() == "warned\nfailed\n"
+
+
+def test_a_level_change_applies_from_the_next_loop_turn(
+    handler: AccessLogFileHandler, log_file: Path
+) -> None:
+    from socketify import Server, logging
+    from socketify.testing import TestClient
+
+    logger = std_logging.getLogger("socketify.test.batching.turns")
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    logger.setLevel(std_logging.INFO)
+    server = Server(compression=False)
+    server.use(logging.middleware(logger=logger))
+    server.get("/ok", lambda req, res: res.send("ok\n"))
+    client = TestClient(server)
+
+    def one_turn(paths: list[str]) -> None:
+        for path in paths:
+            client.get(path)
+
+    try:
+        gevent.spawn(one_turn, ["/ok", "/ok"]).get(timeout=5)
+        gevent.sleep(0)
+        logger.setLevel(std_logging.WARNING)
+        gevent.spawn(one_turn, ["/ok", "/missing", "/ok"]).get(timeout=5)
+        gevent.sleep(0)
+        logger.setLevel(std_logging.DEBUG)
+        gevent.spawn(one_turn, ["/ok"]).get(timeout=5)
+        gevent.sleep(0)
+    finally:
+        logger.handlers.clear()
+    lines = log_file.read_text().splitlines()
+    assert [line.split()[2:4] for line in lines] == [
+        ["/ok", "200"],
+        ["/ok", "200"],
+        ["/missing", "404"],
+        ["/ok", "200"],
+    ]
+    assert "rid=" in lines[-1] and "rid=" not in lines[0]
