@@ -93,7 +93,7 @@ def middleware(
             code = _STATUSES[status]  # a Response's status is in 100-999
         else:
             status, sent = _unusual_end(res, error)
-            code = _STATUSES[status] if 0 <= status < 1000 else str(status)  # any HTTPError's
+            code = _STATUSES[status] if 0 <= status < 1000 else f"{status} "  # an HTTPError's
         batch = sink.batch
         if (
             batch is not None
@@ -126,13 +126,13 @@ def middleware(
             # The `dev` line. PERF: every field is a str already (tables below): an f-string
             # formatting ints and a float costs twice as much.
             size = "-" if sent is None else _SIZES[sent] if sent < _SIZES_KEPT else f"{sent}B"
-            took = _TENTHS[tenths] if tenths < _TENTHS_KEPT else f"{tenths / 10.0:.1f}ms"
+            took = _TENTHS[tenths] if tenths < _TENTHS_KEPT else f"{tenths / 10.0:.1f}ms "
             path = req.head.path
             # PERF: the parser lets only visible ASCII through in a target, so the path as
             # sent needs escaping only for a quote, and decoding only for a `%`.
             if "%" in path or '"' in path:
                 path = _clean(req.path)
-            line = f"{ip or '-'} {req.method} {path} {code} {took} {size}"
+            line = f"{ip or '-'} {req.method} {path} {code}{took}{size}"
             if debug:
                 line += _dev_details(req)
         if batch is not None and batch is sink.batch_handler._pending:  # type: ignore[union-attr]
@@ -200,11 +200,12 @@ def _clean(text: str) -> str:
     return text.translate(_ESCAPES) if not text.isprintable() or '"' in text else text
 
 
+# The `dev` fields, each with the space that follows it (PERF: fewer pieces to join per line).
 _TENTHS_KEPT = 1000  # durations under 100 ms, by tenths
-_TENTHS = [f"{tenths // 10}.{tenths % 10}ms" for tenths in range(_TENTHS_KEPT)]
+_TENTHS = [f"{tenths // 10}.{tenths % 10}ms " for tenths in range(_TENTHS_KEPT)]
 _SIZES_KEPT = 2048
-_SIZES = [f"{size}B" for size in range(_SIZES_KEPT)]
-_STATUSES = [str(code) for code in range(1000)]  # Response keeps statuses in 100-999
+_SIZES = [f"{size}B" for size in range(_SIZES_KEPT)]  # the last field: no space
+_STATUSES = [f"{code} " for code in range(1000)]  # Response keeps statuses in 100-999
 
 
 def _common(
