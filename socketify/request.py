@@ -76,12 +76,12 @@ class Request:
 
     __slots__ = (
         "_body",
+        "_by_name",
         "_cookies",
         "_fields",
         "_form_data",
         "_headers",
         "_locals",
-        "_own_by_name",
         "_params",
         "_path",
         "_query",
@@ -121,7 +121,9 @@ class Request:
         self.client_cert: dict[str, Any] | None = None  # the verified peer certificate (mTLS)
         self._headers: Headers | None = None
         self._fields: list[tuple[str, str]] | None = None  # with _set_field's changes, built late
-        self._own_by_name: dict[str, str] | None = None  # by_name() with _set_field's changes
+        # The head's name map (shared by identical heads; None until it is built), or this
+        # request's copy of it once `_set_field` changed a field.
+        self._by_name: dict[str, str] | None = head._by_name
         self._query: MultiDict | None = None
         self._cookies: dict[str, str] | None = None
         self._params: dict[str, str] | None = None
@@ -180,10 +182,12 @@ class Request:
         if self._headers is not None:
             self._headers[lower] = value
             return
-        by_name = self._own_by_name
+        by_name = self._by_name
+        head = self.head
         if by_name is None:
-            head = self.head
-            by_name = self._own_by_name = (head._by_name or head.by_name()).copy()
+            by_name = head.by_name()
+        if by_name is head._by_name:  # still the shared one: this request gets a copy
+            by_name = self._by_name = by_name.copy()
         by_name[lower] = value
         self._fields = None
 
@@ -193,10 +197,10 @@ class Request:
         if fields is not None:
             return fields
         head = self.head
-        own = self._own_by_name
-        if own is None:
+        own = self._by_name
+        if own is None or own is head._by_name:
             return head.headers
-        shared = head._by_name or head.by_name()
+        shared = head.by_name()
         changed = {name: value for name, value in own.items() if shared.get(name) != value}
         # A changed name's fields (repeats too) give way to its one new field, at the end.
         fields = [field for field in head.headers if field[0] not in changed]
@@ -211,12 +215,9 @@ class Request:
             return default if value is None else value
         # PERF: the head's own map (shared by identical heads), or this request's copy once
         # `_set_field` changed one; callers mostly pass the lower-case name: one dict get.
-        by_name = self._own_by_name
+        by_name = self._by_name
         if by_name is None:
-            head = self.head
-            by_name = head._by_name
-            if by_name is None:
-                by_name = head.by_name()
+            by_name = self._by_name = self.head.by_name()
         value = by_name.get(name)
         if value is None and name not in _LOWER_CASE_NAMES:
             lower = name.lower()
