@@ -26,6 +26,7 @@ A chain made only of hooked middleware runs as one function generated when it is
 
 from __future__ import annotations
 
+import itertools
 import linecache
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -189,12 +190,15 @@ def _compiled(
 ) -> Callable[[Request, Response], bool]:
     """The `run` that `source` defines, with `names` as its globals."""
     label = ", ".join(m.__name__ for m in chain) or "no middleware"
-    filename = f"<socketify chain: {label}>"
+    filename = f"<socketify chain {next(_chains_made)}: {label}>"  # one per chain, for linecache
     # Tracebacks through the chain show the generated lines.
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), names)  # our own source: names and numbers only
     run: Callable[[Request, Response], bool] = names["run"]
     return run
+
+
+_chains_made = itertools.count(1)
 
 
 class Walk:

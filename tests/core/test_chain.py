@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -329,7 +330,7 @@ def test_a_traceback_through_a_flat_chain_shows_its_generated_lines() -> None:
     with pytest.raises(ValueError) as caught:
         plan.run(req, Response(req))
     shown = "".join(traceback.format_exception(caught.value))
-    assert "<socketify chain: broken>" in shown
+    assert re.search(r"<socketify chain \d+: broken>", shown)
     assert "before_0(req, res)" in shown
 
 
