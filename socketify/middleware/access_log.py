@@ -100,9 +100,9 @@ def middleware(
             and batch is sink.batch_handler._pending  # type: ignore[union-attr]  # set together
             and sink.batch_handler._pending_thread == get_ident()  # type: ignore[union-attr]
         ):
-            # PERF: this loop turn's batch is open in this thread. When it opened, the logger
-            # took INFO and up (every access level) and said whether it takes DEBUG: its
-            # settings are asked once per batch, not per line (see LineSink).
+            # PERF: this loop turn's batch is open in this thread (the turn bounds its length).
+            # When it opened, the logger took INFO and up (every access level) and said
+            # whether it takes DEBUG: its settings are asked once per batch (see LineSink).
             level = 0
             debug = sink.batch_debug
         else:
