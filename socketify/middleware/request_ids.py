@@ -35,10 +35,10 @@ def request_id(
 ) -> Hooked:
     """Middleware: reuse a well-formed incoming id (unless told not to) or make one."""
     lower = header_line(header, "-")[0]  # checks the name once (ValueError if invalid)
-    make = generate or _random_id
     fullmatch = _WELL_FORMED.fullmatch
     prefix = f"{header}: "
     if generate is not None:
+        make = generate
 
         def custom_id_middleware(req: Request, res: Response) -> bool:
             rid = req.header(lower) if trust_incoming else ""
@@ -57,8 +57,9 @@ def request_id(
     def request_id_middleware(req: Request, res: Response) -> bool:
         rid = req.header(lower) if trust_incoming else ""
         if not rid or fullmatch(rid) is None:
-            # PERF: _random_id() inline (a call less per request).
-            rid = _bits(64).to_bytes(8).hex()  # big-endian
+            # 64 random bits in hex, big-endian. PERF: bytes.hex() is about three times
+            # faster than an f-string's `:016x`.
+            rid = _bits(64).to_bytes(8).hex()
             req._set_field(lower, rid)  # SPEC §1.5: downstream reads it
         # PERF: a well-formed id (ours are hex) is a valid field value as it is; the first
         # header of the answer is put without the search for an earlier one.
@@ -70,11 +71,6 @@ def request_id(
         return True
 
     return hooked(request_id_middleware)
-
-
-def _random_id() -> str:
-    # PERF: bytes.hex() is about three times faster than an f-string's `:016x` here.
-    return _bits(64).to_bytes(8).hex()  # big-endian
 
 
 _bits = random.getrandbits
