@@ -15,7 +15,7 @@ import pytest
 
 from socketify.middleware import log_handlers
 from socketify.middleware.log_handlers import BATCH_BYTES, AccessLogFileHandler, LineSink
-from socketify.testing import LiveServer
+from socketify.testing import LiveServer, TestClient
 
 
 @pytest.fixture
@@ -242,20 +242,24 @@ print("ok")
     assert done.stdout.strip() == "ok", done.stderr
 
 
-def test_access_lines_of_one_loop_turn_share_one_write_through_the_middleware(
-    handler: AccessLogFileHandler, log_file: Path, writes: list[bytes]
-) -> None:
+def _logged_app(handler: AccessLogFileHandler, name: str) -> tuple[std_logging.Logger, TestClient]:
+    """A logger writing to `handler` alone at INFO, and a client of an app logging on it."""
     from socketify import Server, logging
-    from socketify.testing import TestClient
 
-    logger = std_logging.getLogger("socketify.test.batching.mw")
+    logger = std_logging.getLogger(f"socketify.test.batching.{name}")
     logger.handlers[:] = [handler]
     logger.propagate = False
     logger.setLevel(std_logging.INFO)
     server = Server(compression=False)
     server.use(logging.middleware(logger=logger))
     server.get("/ok", lambda req, res: res.send("ok\n"))
-    client = TestClient(server)
+    return logger, TestClient(server)
+
+
+def test_access_lines_of_one_loop_turn_share_one_write_through_the_middleware(
+    handler: AccessLogFileHandler, log_file: Path, writes: list[bytes]
+) -> None:
+    logger, client = _logged_app(handler, "mw")
 
     def serve_five() -> list[int]:
         statuses = [client.get("/ok").status for _ in range(4)] + [client.get("/no").status]
@@ -298,17 +302,7 @@ def test_a_handler_above_info_gets_no_info_line_from_an_open_batch(
 def test_a_level_change_applies_from_the_next_loop_turn(
     handler: AccessLogFileHandler, log_file: Path
 ) -> None:
-    from socketify import Server, logging
-    from socketify.testing import TestClient
-
-    logger = std_logging.getLogger("socketify.test.batching.turns")
-    logger.handlers[:] = [handler]
-    logger.propagate = False
-    logger.setLevel(std_logging.INFO)
-    server = Server(compression=False)
-    server.use(logging.middleware(logger=logger))
-    server.get("/ok", lambda req, res: res.send("ok\n"))
-    client = TestClient(server)
+    logger, client = _logged_app(handler, "turns")
 
     def one_turn(paths: list[str]) -> None:
         for path in paths:
