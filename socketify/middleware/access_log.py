@@ -107,7 +107,7 @@ def middleware(
             debug = sink.batch_debug
         else:
             batch = None
-            level = _INFO if status < 400 else _WARNING if status < 500 else _ERROR
+            level = _level_of(status)
             # PERF: what log.isEnabledFor answers, from logging's own cache when it has it.
             on = cached(level)
             if log.disabled or not (on or (on is None and enabled(level))):
@@ -138,11 +138,16 @@ def middleware(
         if batch is not None and batch is sink.batch_handler._pending:  # type: ignore[union-attr]
             batch.append(line)
         else:  # no batch, or another thread wrote it meanwhile
-            send(level or (_INFO if status < 400 else _WARNING if status < 500 else _ERROR), line)
+            send(level or _level_of(status), line)
 
     # PERF: after only (the request's clock starts when it is created): a chain calls
     # nothing of it on the way in.
     return hooked(None, access_log_middleware)
+
+
+def _level_of(status: int) -> int:
+    """INFO below 400, WARNING for 4xx, ERROR for 5xx (and beyond)."""
+    return _INFO if status < 400 else _WARNING if status < 500 else _ERROR
 
 
 def _body_size(res: Response, status: int) -> int | None:
