@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from socketify.request import Request
     from socketify.response import Response
 
-__all__ = ["Hooked", "Plan", "Walk", "flat_runner", "hooked"]
+__all__ = ["Hooked", "Plan", "Walk", "compiled", "flat_lines", "flat_runner", "hooked"]
 
 # After hooks a generated chain nests (one `try` each); Python allows 20 nested blocks.
 FLAT_AFTERS_MAX = 12
@@ -48,12 +48,15 @@ After = Callable[["Request", "Response", "BaseException | None"], "bool | None"]
 class Hooked:
     """A `(req, res, next)` middleware written as `before`/`after` hooks (see `hooked`)."""
 
-    __slots__ = ("__name__", "after", "before")
+    __slots__ = ("__name__", "after", "before", "before_may_end")
 
-    def __init__(self, before: Before | None, after: After | None, name: str) -> None:
+    def __init__(
+        self, before: Before | None, after: After | None, name: str, before_may_end: bool = True
+    ) -> None:
         self.before = before
         self.after = after
         self.__name__ = name
+        self.before_may_end = before_may_end
 
     def __call__(self, req: Request, res: Response, next: Callable[[], None]) -> None:
         """Run as an ordinary middleware (outside a frozen plan, or called by other code)."""
@@ -75,12 +78,23 @@ class Hooked:
         return f"<middleware {self.__name__}>"
 
 
-def hooked(before: Before | None = None, after: After | None = None, *, name: str = "") -> Hooked:
-    """A middleware from a `before(req, res) -> bool` and/or an `after(req, res, error)`."""
+def hooked(
+    before: Before | None = None,
+    after: After | None = None,
+    *,
+    name: str = "",
+    before_may_end: bool = True,
+) -> Hooked:
+    """A middleware from a `before(req, res) -> bool` and/or an `after(req, res, error)`.
+
+    `before_may_end=False` promises that `before` never ends the response when it returns
+    True (it answers only by returning False): a chain then skips its check for an ended
+    response after it.
+    """
     if before is None and after is None:
         raise ValueError("a hooked middleware needs a before or an after hook")
     label = name or getattr(before or after, "__name__", "middleware")
-    return Hooked(before, after, label)
+    return Hooked(before, after, label, before_may_end)
 
 
 class Plan:
@@ -125,8 +139,17 @@ def flat_runner(
 
     PERF: resolved once when the chain is frozen, like a dataclass's generated `__init__`:
     the `(req, res, next)` nesting written out as straight-line code that calls each hook by
-    name, so a request pays no loop, no `next` and no lookups in the plan. For example
-    `[after-only a, before-only b, before-only c]` becomes:
+    name, so a request pays no loop, no `next` and no lookups in the plan (see `flat_lines`).
+    """
+    lines, names = flat_lines(chain, "    ")
+    source = "\n".join(["def run(req, res):", *lines, "    return reached", ""])
+    label = ", ".join(m.__name__ for m in chain) or "no middleware"
+    return compiled(source, {**names, "end": end}, "run", label)
+
+
+def flat_lines(chain: Sequence[Hooked], indent: str) -> tuple[list[str], dict[str, Any]]:
+    """The code that runs `chain`, then `end(req, res)`, setting `reached` when `end` was
+    started; and the hooks it names. For `[after-only a, before-only b, before-only c]`:
 
         reached = False
         if not res._ended:
@@ -139,27 +162,27 @@ def flat_runner(
                     raise
             else:
                 after_0(req, res, None)
-        return reached
 
     The rules are those of `Walk.run`: an element starts only while the response is not
-    ended; a before that returns False stops the chain and its own after does not run; the
-    after hooks of the elements that went on run innermost first, each seeing the exception
-    that left the chain below it (an after that raises replaces it for the outer ones, one
-    that returns True answered it).
-    A middleware with only an after hook is not called on the way in. Each after hook nests
-    one `try`, so `Plan` uses this for chains of up to FLAT_AFTERS_MAX of them.
+    ended (not checked after a before that promised not to end it, see `hooked`); a before
+    that returns False stops the chain and its own after does not run; the after hooks of
+    the elements that went on run innermost first, each seeing the exception that left the
+    chain below it (an after that raises replaces it for the outer ones, one that returns
+    True answered it). A middleware with only an after hook is not called on the way in.
+    Each after hook nests one `try`, so `Plan` uses this for up to FLAT_AFTERS_MAX of them.
     """
-    names: dict[str, Any] = {"end": end}
-    lines = ["def run(req, res):", "    reached = False"]
-    indent = "    "
+    names: dict[str, Any] = {}
+    lines = [f"{indent}reached = False"]
     guard = ["not res._ended"]  # what must hold for the next element to start
     opened: list[tuple[str, int]] = []  # (indent of its try, index) of the after hooks
     for index, middleware in enumerate(chain):
         if middleware.before is not None:
             names[f"before_{index}"] = middleware.before
             guard.append(f"before_{index}(req, res)")
+        may_end = middleware.before is not None and middleware.before_may_end
         if middleware.after is None:
-            guard.append("not res._ended")
+            if may_end:
+                guard.append("not res._ended")
             continue
         names[f"after_{index}"] = middleware.after
         if guard:
@@ -168,7 +191,7 @@ def flat_runner(
         lines.append(f"{indent}try:")
         opened.append((indent, index))
         indent += "    "
-        guard = ["not res._ended"] if middleware.before is not None else []
+        guard = ["not res._ended"] if may_end else []
     if guard:
         lines.append(f"{indent}if {' and '.join(guard)}:")
         indent += "    "
@@ -181,21 +204,19 @@ def flat_runner(
             f"{at}else:",
             f"{at}    after_{index}(req, res, None)",
         ]
-    lines.append("    return reached")
-    return _compiled("\n".join(lines) + "\n", names, chain)
+    return lines, names
 
 
-def _compiled(
-    source: str, names: dict[str, Any], chain: Sequence[Hooked]
-) -> Callable[[Request, Response], bool]:
-    """The `run` that `source` defines, with `names` as its globals."""
-    label = ", ".join(m.__name__ for m in chain) or "no middleware"
-    filename = f"<socketify chain {next(_chains_made)}: {label}>"  # one per chain, for linecache
-    # Tracebacks through the chain show the generated lines.
+def compiled(source: str, names: dict[str, Any], function: str, label: str) -> Any:
+    """The function `function` that `source` defines, with `names` as its globals.
+
+    Each gets its own file name, with its source in linecache, so tracebacks through it
+    show the generated lines.
+    """
+    filename = f"<socketify chain {next(_chains_made)}: {label}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), names)  # our own source: names and numbers only
-    run: Callable[[Request, Response], bool] = names["run"]
-    return run
+    return names[function]
 
 
 _chains_made = itertools.count(1)

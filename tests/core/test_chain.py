@@ -15,7 +15,9 @@ from socketify.protocol.http11 import RequestHead
 from socketify.testing import TestClient
 
 
-def _recorder(log: list[str], name: str, *, stop: bool = False, end: bool = False) -> Hooked:
+def _recorder(
+    log: list[str], name: str, *, stop: bool = False, end: bool = False, may_end: bool = True
+) -> Hooked:
     def before(req: Request, res: Response) -> bool:
         log.append(f"{name}>")
         if end:
@@ -25,7 +27,7 @@ def _recorder(log: list[str], name: str, *, stop: bool = False, end: bool = Fals
     def after(req: Request, res: Response, error: BaseException | None) -> None:
         log.append(f"<{name}:{type(error).__name__ if error else 'ok'}")
 
-    return hooked(before, after, name=name)
+    return hooked(before, after, name=name, before_may_end=may_end)
 
 
 def _breaks_after(log: list[str], name: str) -> Hooked:
@@ -168,6 +170,20 @@ SCENARIOS = {
         _ok,
         "/x",
     ),
+    # Befores that promise not to end the response when they go on (no check after them).
+    **{
+        f"befores promising not to end, {where} stops": (
+            lambda log, where=where: [
+                _recorder(log, "a", may_end=False),
+                _recorder(log, "b", may_end=False, stop=where == "b", end=where == "b"),
+                _before_only(log, "c", stop=where == "c"),
+                _recorder(log, "d", may_end=False),
+            ],
+            _ok,
+            "/x",
+        )
+        for where in ("b", "c", "nothing")
+    },
 }
 
 
@@ -349,3 +365,17 @@ def test_an_answering_hook_called_as_a_plain_middleware_answers_too() -> None:
     response = TestClient(server).get("/x")
     assert (response.status, response.text) == (409, "answered\n")
     assert log == ["<x:HTTPError"]
+
+
+def test_a_before_that_breaks_its_promise_not_to_end_lets_the_next_element_start() -> None:
+    # The promise is what lets the chain skip its check: kept by every built-in that makes it.
+    kept, _status, text = _run(
+        lambda log: [_recorder(log, "a", end=True), _recorder(log, "b")], _ok, "/x"
+    )
+    broken, _status, broken_text = _run(
+        lambda log: [_recorder(log, "a", end=True, may_end=False), _recorder(log, "b")],
+        _ok,
+        "/x",
+    )
+    assert kept == ["a>", "<a:ok"] and text == "ended by a\n"
+    assert broken == ["a>", "b>", "<b:ok", "<a:ok"] and broken_text == "ended by a\n"
