@@ -30,7 +30,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from socketify.chain import Plan, Walk
+from socketify.chain import Hooked, Plan, Walk, compiled, flat_lines
 from socketify.errors import HTTPError
 from socketify.middleware.compression import resolve as resolve_compression
 from socketify.options import ServerOptions
@@ -48,6 +48,8 @@ error_log = logging.getLogger("socketify.error")
 
 class Server(Registrar):
     """A Socketify application: `Server(**options)`, then routes, middleware and `listen()`."""
+
+    _handle: Callable[[Request, Response], None]  # the generated request path, made by freeze()
 
     def __init__(self, **options: Any) -> None:
         # Not `self.options`: that name is the OPTIONS route shorthand.
@@ -101,9 +103,16 @@ class Server(Registrar):
 
     def freeze(self) -> None:
         """Resolve the route table and middleware chains; registration is closed afterwards."""
+        if self._frozen:
+            return
         self.router.freeze()
         if self._middleware:
             self._plan = Plan(self._middleware, self._dispatch)
+        self._handle = self._generated_handle()
+        if type(self).handle is Server.handle:
+            # PERF: the generated function answers `app.handle(...)` itself, a call less
+            # (not where a subclass wraps `handle`: its method stays in charge).
+            self.handle = self._handle  # type: ignore[method-assign, assignment]
         self._frozen = True
 
     @property
@@ -117,34 +126,70 @@ class Server(Registrar):
         """Run `req` through middleware, routing and handler into `res`; never raises."""
         if not self._frozen:
             self.freeze()
-        try:
-            plan = self._plan
-            if plan is None:
-                self._dispatch(req, res)
+        self._handle(req, res)
+
+    def _generated_handle(self) -> Callable[[Request, Response], None]:
+        """`handle` for the frozen app, as one generated function.
+
+        PERF: a flat global chain (every middleware `Hooked`, see `socketify.chain`) is
+        written out inside it, so a request pays no call for the chain itself. The steps
+        are those of the module doc: the chain, the dispatch at its end, 404 when it stopped
+        unanswered (an answer it did not end is ended), the error answers, compression.
+        """
+        plan = self._plan
+        names: dict[str, Any] = {
+            "app": self,
+            "end": self._dispatch,
+            "plan": plan,
+            "Walk": Walk,
+            "HTTPError": HTTPError,
+            "not_found": _not_found,
+        }
+        if plan is None:
+            chain = ["        end(req, res)"]  # the dispatch always ends the response
+        else:
+            if plan.flat:
+                hooked_chain = [h for h in plan.handlers[: plan.last] if isinstance(h, Hooked)]
+                chain, hooks = flat_lines(hooked_chain, "        ")
+                names.update(hooks)
             else:
-                # The global middleware, then the dispatch (inline: a call less per request).
-                if plan.run is not None:
-                    reached = plan.run(req, res)
-                else:
-                    walk = Walk(plan, req, res)
-                    walk.run(0)
-                    reached = walk.reached
-                if not res._ended:
-                    if reached:
-                        res.end()
-                    else:
-                        _not_found(res)
-        except HTTPError as exc:
-            self._answer_http_error(res, exc)
-        except Exception as exc:
-            self._answer_exception(req, res, exc)
+                chain = [
+                    "        walk = Walk(plan, req, res)",
+                    "        walk.run(0)",
+                    "        reached = walk.reached",
+                ]
+            chain += [
+                "        if not res._ended:",
+                "            if reached:",
+                "                res.end()",
+                "            else:",
+                "                not_found(res)",
+            ]
+        lines = [
+            "def handle(req, res):",
+            "    try:",
+            *chain,
+            "    except HTTPError as exc:",
+            "        app._answer_http_error(res, exc)",
+            "    except Exception as exc:",
+            "        app._answer_exception(req, res, exc)",
+        ]
         if self._compress is not None:
-            try:
-                self._compress(req, res)
-            except Exception as exc:  # never let an encoder bug turn a good answer into none
-                error_log.error(
-                    "compression failed for %s %s", req.method, req.raw_target, exc_info=exc
-                )
+            names["compress"] = self._compress
+            lines += [
+                "    try:",
+                "        compress(req, res)",
+                "    except Exception as exc:",  # an encoder bug must not lose a good answer
+                "        app._compression_failed(req, exc)",
+            ]
+        label = "handle: " + (", ".join(m.__name__ for m in self._middleware) or "-")
+        handle: Callable[[Request, Response], None] = compiled(
+            "\n".join([*lines, ""]), names, "handle", label
+        )
+        return handle
+
+    def _compression_failed(self, req: Request, exc: Exception) -> None:
+        error_log.error("compression failed for %s %s", req.method, req.raw_target, exc_info=exc)
 
     def _dispatch(self, req: Request, res: Response) -> None:
         raw_path = req.head.path

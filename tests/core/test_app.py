@@ -455,3 +455,58 @@ def test_base_exceptions_are_not_swallowed(call) -> None:
     server.get("/", handler)
     with pytest.raises(KeyboardInterrupt):
         call(server)
+
+
+def test_handle_is_generated_once_frozen_and_shows_in_tracebacks(call, caplog) -> None:
+    from socketify.chain import hooked
+
+    def broken(req: Request, res: Response) -> bool:
+        raise ValueError("broken before")
+
+    server = Server()
+    server.use(hooked(broken, name="broken"))
+    server.get("/", ok)
+    assert "handle" not in vars(server)
+    with caplog.at_level(logging.ERROR, logger="socketify.error"):
+        assert call(server).status_code == 500
+    assert "handle" in vars(server)  # the first request froze the app
+    shown = caplog.records[-1].exc_text or ""
+    assert "<socketify chain" in shown and "handle: broken" in shown
+    assert "before_0(req, res)" in shown
+
+
+@pytest.mark.parametrize("middleware", ["none", "hooked", "plain"])
+def test_a_failing_encoder_is_logged_and_the_answer_goes_out_as_it_was(
+    middleware: str, call, caplog
+) -> None:
+    from socketify.chain import hooked
+
+    def encoder(req: Request, res: Response) -> None:
+        res.set_header("X-Encoder", "ran")
+        raise RuntimeError("encoder bug")
+
+    server = Server()
+    server._compress = encoder  # type: ignore[assignment]  # resolved at freeze
+    if middleware == "hooked":
+        server.use(hooked(lambda req, res: True))
+    elif middleware == "plain":
+        server.use(lambda req, res, next: next())
+    server.get("/", ok)
+    with caplog.at_level(logging.ERROR, logger="socketify.error"):
+        res = call(server)
+    assert (res.status_code, res.body, res.get_header("X-Encoder")) == (200, b"ok", "ran")
+    assert "compression failed for GET /" in caplog.text
+
+
+def test_a_subclass_that_wraps_handle_stays_in_charge(call) -> None:
+    seen: list[str] = []
+
+    class Wrapping(Server):
+        def handle(self, req: Request, res: Response) -> None:
+            seen.append(req.path)
+            super().handle(req, res)
+
+    server = Wrapping()
+    server.get("/", ok)
+    assert [call(server).body, call(server).body] == [b"ok", b"ok"]
+    assert seen == ["/", "/"]
