@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
 
-from socketify import Server, cors
-from socketify.middleware import request_id
+from socketify import Request, Response, Server, cors
+from socketify.chain import hooked
+from socketify.middleware import request_id, request_ids
 from socketify.testing import TestClient, TestResponse
 
 
@@ -86,6 +88,46 @@ def test_a_custom_generator_still_reuses_a_well_formed_incoming_id() -> None:
     assert fresh.headers["X-Request-Id"] == "mine" and fresh.json() == {"header": "mine"}
 
 
+def _reads_headers_first(req: Request, res: Response) -> bool:
+    """A middleware that builds the request's Headers mapping before the others run."""
+    assert req.headers["host"]
+    return True
+
+
+def test_an_id_set_after_the_headers_mapping_was_built_is_read_through_it() -> None:
+    client = app(hooked(_reads_headers_first), request_id())
+    r = client.get("/rid")
+    rid = r.headers["X-Request-Id"]
+    assert re.fullmatch(r"[0-9a-f]{16}", rid) and r.json() == {"header": rid}
+    reused = client.get("/rid", headers={"X-Request-Id": "theirs"})
+    assert reused.headers["X-Request-Id"] == "theirs" and reused.json() == {"header": "theirs"}
+
+
+def test_each_request_sees_its_own_id_though_identical_requests_share_a_head() -> None:
+    server = Server()
+    server.use(request_id())
+    server.get("/rid", lambda req, res: res.send(req.header("x-request-id")))
+    client = TestClient(server)
+    answers = [client.get("/rid") for _ in range(300)]  # more than one lot of made ids
+    ids = [r.headers["X-Request-Id"] for r in answers]
+    assert [r.text for r in answers] == ids and len(set(ids)) == len(ids)
+
+
+def test_a_forked_child_never_gives_out_the_ids_its_parent_had_made() -> None:
+    request_ids._fresh_id()  # the parent now holds made ids
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover  (the child process)
+        os.write(write, request_ids._fresh_id().encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    theirs = os.read(read, 64).decode()
+    os.close(read)
+    ours = [request_ids._fresh_id() for _ in range(request_ids._IDS_MADE)]
+    assert re.fullmatch(r"[0-9a-f]{16}", theirs) and theirs not in ours
+
+
 # -- CORS -----------------------------------------------------------------------------------
 
 ORIGIN = "https://app.example"
@@ -95,6 +137,13 @@ def test_no_origin_means_no_cors_headers() -> None:
     r = app(cors.middleware()).get("/thing")
     assert not [h for h in r.headers if h.lower().startswith("access-control")]
     assert "Vary" not in r.headers
+
+
+def test_cors_reads_the_origin_through_a_headers_mapping_built_earlier() -> None:
+    client = app(hooked(_reads_headers_first), cors.middleware(allow_origin="*"))
+    r = client.get("/thing", headers={"Origin": ORIGIN})
+    assert r.headers["Access-Control-Allow-Origin"] == "*"
+    assert "Access-Control-Allow-Origin" not in client.get("/thing").headers
 
 
 def test_wildcard_without_credentials() -> None:
