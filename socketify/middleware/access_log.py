@@ -81,10 +81,10 @@ def middleware(
             # Bytes: the body before compression; None (`-`) when unknown (streams, errors).
             if (
                 res._chunks
-                or res.stream_iter is not None
-                or res.file_path is not None
-                or res.upgrade is not None
                 or res._head_only
+                or res.file_path  # PERF: truth tests; a path or callable is never false
+                or res.upgrade
+                or res.stream_iter is not None
                 or status in NO_BODY_STATUSES
             ):
                 sent = _body_size(res, status)
@@ -95,15 +95,10 @@ def middleware(
             status, sent = _unusual_end(res, error)
             code = _STATUSES[status] if 0 <= status < 1000 else f"{status} "  # an HTTPError's
         batch = sink.batch
-        if (
-            batch is not None
-            and batch is sink.batch_handler._pending  # type: ignore[union-attr]  # set together
-            and sink.batch_handler._pending_thread == get_ident()  # type: ignore[union-attr]
-        ):
+        if batch is not None and sink.batch_thread == get_ident():
             # PERF: this loop turn's batch is open in this thread (the turn bounds its length).
             # When it opened, the logger took INFO and up (every access level) and said
             # whether it takes DEBUG: its settings are asked once per batch (see LineSink).
-            level = 0
             debug = sink.batch_debug
         else:
             batch = None
@@ -123,10 +118,17 @@ def middleware(
         if render is not None:
             line = render(req, ip, status, tenths / 10.0, sent, log)
         else:
-            # The `dev` line. PERF: every field is a str already (tables below): an f-string
-            # formatting ints and a float costs twice as much.
-            size = "-" if sent is None else _SIZES[sent] if sent < _SIZES_KEPT else f"{sent}B"
-            took = _TENTHS[tenths] if tenths < _TENTHS_KEPT else f"{tenths / 10.0:.1f}ms "
+            # The `dev` line. PERF: every field is a str already: an f-string formatting ints
+            # and a float costs twice as much. The tables below cover the usual sizes and
+            # durations (never negative); the others come by the exception, with no test.
+            try:
+                size = _SIZES[sent]  # type: ignore[index]  # None: TypeError
+            except (IndexError, TypeError):
+                size = "-" if sent is None else f"{sent}B"
+            try:
+                took = _TENTHS[tenths]
+            except IndexError:
+                took = f"{tenths / 10.0:.1f}ms "
             path = req.head.path
             # PERF: the parser lets only visible ASCII through in a target, so the path as
             # sent needs escaping only for a quote, and decoding only for a `%`.
@@ -135,10 +137,10 @@ def middleware(
             line = f"{ip or '-'} {req.method} {path} {code}{took}{size}"
             if debug:
                 line += _dev_details(req)
-        if batch is not None and batch is sink.batch_handler._pending:  # type: ignore[union-attr]
+        if batch is not None:
             batch.append(line)
-        else:  # no batch, or another thread wrote it meanwhile
-            send(level or _level_of(status), line)
+        else:
+            send(_level_of(status), line)
 
     # PERF: after only (the request's clock starts when it is created): a chain calls
     # nothing of it on the way in.
@@ -206,10 +208,8 @@ def _clean(text: str) -> str:
 
 
 # The `dev` fields, each with the space that follows it (PERF: fewer pieces to join per line).
-_TENTHS_KEPT = 1000  # durations under 100 ms, by tenths
-_TENTHS = [f"{tenths // 10}.{tenths % 10}ms " for tenths in range(_TENTHS_KEPT)]
-_SIZES_KEPT = 2048
-_SIZES = [f"{size}B" for size in range(_SIZES_KEPT)]  # the last field: no space
+_TENTHS = [f"{tenths // 10}.{tenths % 10}ms " for tenths in range(1000)]  # under 100 ms
+_SIZES = [f"{size}B" for size in range(2048)]  # the last field: no space
 _STATUSES = [f"{code} " for code in range(1000)]  # Response keeps statuses in 100-999
 
 

@@ -27,7 +27,8 @@ is made cheap:
   `logger.handle`, so any handler, filter or custom record factory works as usual. When the
   logger takes INFO and up and has one such handler that does too, the sink remembers the
   batch its line opened or joined, and whether the logger takes DEBUG: the next lines of that
-  loop turn are appended to it with no other check. A change to the logger's level,
+  loop turn are appended to it with no other check (the handler makes the sink forget the
+  batch when it writes it). A change to the logger's level,
   handlers, filters or propagation, or to the handler's level, applies from the next batch
   (the next loop turn, well under a millisecond later).
 """
@@ -58,6 +59,7 @@ class _OneWrite(logging.StreamHandler):
     _pending_thread = 0
     _fd_stream: Any = None  # the stream `_has_fd` was worked out for
     _has_fd = False
+    _sinks: list[LineSink] | None = None  # sinks that remembered the pending batch
 
     def handle(self, record: logging.LogRecord) -> bool:
         """Filter, then emit; no lock (see the module doc)."""
@@ -116,6 +118,11 @@ class _OneWrite(logging.StreamHandler):
         if not pending:
             return
         self._pending = None
+        sinks = self._sinks
+        if sinks:
+            for sink in sinks:
+                sink.batch = None
+            sinks.clear()
         try:
             stream = self.stream
             if stream is None:
@@ -178,17 +185,18 @@ class LineSink:
         "_template",
         "batch",
         "batch_debug",
-        "batch_handler",
+        "batch_thread",
     )
 
     def __init__(self, logger: logging.Logger) -> None:
         self._logger = logger
-        # The batch of this loop turn that a line checked the whole way joined, and the one
-        # handler it belongs to (see the module doc); None: no such batch known. The access
-        # log reads them to append its usual line inline.
+        # The batch of this loop turn that a line checked the whole way joined (None: no
+        # such batch known; the handler forgets it here when it writes it), the thread it
+        # belongs to, and whether the logger took DEBUG when it opened (see the module doc).
+        # The access log reads them to append its usual line inline.
         self.batch: list[str] | None = None
-        self.batch_handler: _OneWrite | None = None
-        self.batch_debug = False  # whether the logger took DEBUG when the batch opened
+        self.batch_thread = 0
+        self.batch_debug = False
         self._seen: list[logging.Handler] | None = None  # the handlers `_direct` was worked out for
         self._direct: list[_OneWrite] | None = None
         self._forks = -1
@@ -203,18 +211,17 @@ class LineSink:
     def send(self, level: int, line: str) -> None:
         """Log `line` at `level` (the caller checked `enabled`)."""
         batch = self.batch
-        handler = self.batch_handler
-        if batch is not None and handler is not None:
-            # PERF: the usual line: its loop turn's batch is still open in this thread.
+        if batch is not None:
+            # PERF: the usual line: its loop turn's batch is still open (writing it forgets
+            # it here), and this is its thread.
             if (
-                batch is handler._pending
-                and level >= logging.INFO
+                level >= logging.INFO
                 and len(batch) < BATCH_LINES
-                and handler._pending_thread == get_ident()
+                and (self.batch_thread == get_ident())
             ):
                 batch.append(line)
                 return
-            self.batch = self.batch_handler = None
+            self.batch = None
         logger = self._logger
         # PERF: whether lines may skip the LogRecord is worked out again only when the logger's
         # handlers or settings change (handlers' formatters and filters are checked below).
@@ -247,7 +254,10 @@ class LineSink:
                 ):
                     # The next lines of this batch may skip every check above (see send).
                     self.batch = handler._pending
-                    self.batch_handler = handler
+                    self.batch_thread = handler._pending_thread
+                    if handler._sinks is None:
+                        handler._sinks = []
+                    handler._sinks.append(self)
                     self.batch_debug = logger.isEnabledFor(logging.DEBUG)
 
     def record(self, level: int, line: str) -> logging.LogRecord:
