@@ -177,6 +177,12 @@ def probe_response(port: int) -> RawResponse:
         return RawResponse(read_response(sock))
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of pid so far (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def child_pids(pid: int) -> list[int]:
     """Pids whose parent is pid (a pre-fork master's workers), from /proc."""
     children = []

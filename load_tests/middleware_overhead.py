@@ -24,7 +24,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for `python load_tests/...`
 
-from load_tests.harness import HOST, SERVER_CPU, WRK_CPU, free_port, pinned, serve
+from load_tests.harness import (
+    HOST,
+    SERVER_CPU,
+    WRK_CPU,
+    child_pids,
+    cpu_seconds,
+    free_port,
+    pinned,
+    serve,
+)
 from load_tests.wrk import WrkResult, WrkRun
 
 APPS = {
@@ -82,30 +91,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"two wrk -t1 -c{args.connections} -d{args.duration}s on CPU {WRK_CPU}"
     )
     ratios: list[float] = []
+    cpu_ratios: list[float] = []
     with contextlib.ExitStack() as stack:
         urls = {}
+        workers = {}
         for name, app in APPS.items():
             port = free_port()
             server = stack.enter_context(serve(name, _argv(app, port), port))
             urls[name] = server.url
+            (workers[name],) = child_pids(server.pid)  # --workers 1
         _together(warm, urls)
         for number in range(1, args.rounds + 1):
+            before = {name: cpu_seconds(pid) for name, pid in workers.items()}
             results = _together(run, urls)
+            cpu_us = {
+                name: 1e6 * (cpu_seconds(pid) - before[name]) / results[name].requests
+                for name, pid in workers.items()
+            }
             bare, stacked = results["bare"], results["stacked"]
             for name, result in results.items():
                 if result.non_2xx or result.socket_errors.total:
                     print(f"  {name}: {result.non_2xx} non-2xx, {result.socket_errors}")
             ratio = stacked.requests_per_sec / bare.requests_per_sec
             ratios.append(ratio)
+            cpu_ratios.append(cpu_us["bare"] / cpu_us["stacked"])
             print(
                 f"round {number}: bare {bare.requests_per_sec:8.0f} req/s "
                 f"(p99 {bare.p99_ms:.1f} ms), stacked {stacked.requests_per_sec:8.0f} req/s "
-                f"(p99 {stacked.p99_ms:.1f} ms), ratio {ratio:.2f}",
+                f"(p99 {stacked.p99_ms:.1f} ms), ratio {ratio:.3f}; worker CPU per request "
+                f"{cpu_us['bare']:.1f} / {cpu_us['stacked']:.1f} us, ratio {cpu_ratios[-1]:.3f}",
                 flush=True,
             )
     print(
-        f"median ratio logging+request_id+cors / bare: {statistics.median(ratios):.2f} "
-        "(bar: >= 0.75)"
+        f"median ratio logging+request_id+cors / bare: {statistics.median(ratios):.3f} "
+        f"(bar: >= 0.75); by worker CPU per request: {statistics.median(cpu_ratios):.3f}"
     )
     return 0
 

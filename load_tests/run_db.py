@@ -46,6 +46,7 @@ from load_tests.harness import (
     SERVER_CPU,
     WRK_CPU,
     child_pids,
+    cpu_seconds,
     exit_on_sigterm,
     free_port,
     pinned,
@@ -101,12 +102,6 @@ class EngineRun:
 def rate(run: RouteRun) -> float:
     """Requests per second."""
     return run.wrk.requests_per_sec
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of pid so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def backend_pids(application_name: str) -> list[int]:
