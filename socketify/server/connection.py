@@ -292,7 +292,7 @@ class Connection:
         self.phase = HANDLER
         self.deadline = _monotonic() + opts.request_timeout if opts.request_timeout else None
         try:
-            service.app.handle(req, res)
+            service.handle(req, res)
         except Expired as exc:
             if exc.phase == BODY:
                 raise  # body_timeout while the handler read the body: 408, like any body
