@@ -44,6 +44,15 @@ def writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     return seen
 
 
+def _logger_to(handler: AccessLogFileHandler, name: str) -> std_logging.Logger:
+    """A logger at INFO whose one handler is `handler` (not propagating)."""
+    logger = std_logging.getLogger(f"socketify.test.batching.{name}")
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    logger.setLevel(std_logging.INFO)
+    return logger
+
+
 def test_lines_of_one_loop_turn_go_out_in_one_write_when_the_greenlet_waits(
     handler: AccessLogFileHandler, log_file: Path, writes: list[bytes]
 ) -> None:
@@ -129,10 +138,7 @@ def test_outside_a_greenlet_each_line_is_written_at_once(
 def test_a_line_sink_picks_up_a_formatter_set_after_the_first_line(
     handler: AccessLogFileHandler, log_file: Path
 ) -> None:
-    logger = std_logging.getLogger("socketify.test.batching")
-    logger.handlers[:] = [handler]
-    logger.propagate = False
-    logger.setLevel(std_logging.INFO)
+    logger = _logger_to(handler, "formatter")
     sink = LineSink(logger)
     try:
         sink.send(std_logging.INFO, "plain")
@@ -246,10 +252,7 @@ def _logged_app(handler: AccessLogFileHandler, name: str) -> tuple[std_logging.L
     """A logger writing to `handler` alone at INFO, and a client of an app logging on it."""
     from socketify import Server, logging
 
-    logger = std_logging.getLogger(f"socketify.test.batching.{name}")
-    logger.handlers[:] = [handler]
-    logger.propagate = False
-    logger.setLevel(std_logging.INFO)
+    logger = _logger_to(handler, name)
     server = Server(compression=False)
     server.use(logging.middleware(logger=logger))
     server.get("/ok", lambda req, res: res.send("ok\n"))
@@ -279,10 +282,7 @@ def test_access_lines_of_one_loop_turn_share_one_write_through_the_middleware(
 def test_a_handler_above_info_gets_no_info_line_from_an_open_batch(
     handler: AccessLogFileHandler, log_file: Path
 ) -> None:
-    logger = std_logging.getLogger("socketify.test.batching.level")
-    logger.handlers[:] = [handler]
-    logger.propagate = False
-    logger.setLevel(std_logging.INFO)
+    logger = _logger_to(handler, "level")
     handler.setLevel(std_logging.WARNING)
     sink = LineSink(logger)
 
@@ -332,10 +332,7 @@ def test_a_level_change_applies_from_the_next_loop_turn(
 def test_a_written_batch_is_forgotten_by_the_sinks_that_joined_it(
     handler: AccessLogFileHandler, log_file: Path
 ) -> None:
-    logger = std_logging.getLogger("socketify.test.batching.forget")
-    logger.handlers[:] = [handler]
-    logger.propagate = False
-    logger.setLevel(std_logging.INFO)
+    logger = _logger_to(handler, "forget")
     sinks = [LineSink(logger), LineSink(logger)]
 
     def turn(number: int) -> None:
