@@ -28,9 +28,9 @@ is made cheap:
   logger takes INFO and up and has one such handler that does too, the sink remembers the
   batch its line opened or joined, and whether the logger takes DEBUG: the next lines of that
   loop turn are appended to it with no other check (the handler makes the sink forget the
-  batch when it writes it). A change to the logger's level,
-  handlers, filters or propagation, or to the handler's level, applies from the next batch
-  (the next loop turn, well under a millisecond later).
+  batch when it writes it). A change to the logger's level, handlers, filters or
+  propagation, or to the handler's level, applies from the next batch (the next loop turn,
+  well under a millisecond later).
 """
 
 from __future__ import annotations
@@ -217,7 +217,7 @@ class LineSink:
             if (
                 level >= logging.INFO
                 and len(batch) < BATCH_LINES
-                and (self.batch_thread == get_ident())
+                and self.batch_thread == get_ident()
             ):
                 batch.append(line)
                 return

@@ -77,8 +77,8 @@ class HttpService:
         """Begin accepting; returns at once (everything runs in greenlets)."""
         app = self.app
         app.freeze()
-        # PERF: the frozen app's own request path (Server.freeze), looked up once here: a
-        # lookup through the app on every request costs more than the call saved.
+        # PERF: the frozen app's generated request path (Server.freeze), looked up once
+        # here rather than through the app on every request.
         self.handle = app.handle
         for watcher, sock in zip(self._watchers, self._listeners, strict=True):
             watcher.start(self._accept, sock)
