@@ -30,6 +30,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from socketify.callables import require_blocking
 from socketify.chain import Hooked, Plan, Walk, compiled, flat_lines
 from socketify.errors import HTTPError
 from socketify.middleware.compression import resolve as resolve_compression
@@ -71,8 +72,7 @@ class Server(Registrar):
         it sees every request, including those an app middleware answers itself).
         """
         self.router.check_open()
-        if not callable(middleware):
-            raise TypeError("middleware must be callable as (req, res, next)")
+        require_blocking(middleware, "middleware")
         if first:
             self._middleware.insert(0, middleware)
         else:
@@ -98,6 +98,7 @@ class Server(Registrar):
 
     def on_error(self, handler: ErrorHandler) -> ErrorHandler:
         """Set `handler(req, res, exc)` to answer unexpected exceptions (usable as decorator)."""
+        require_blocking(handler, "the error handler")
         self._error_handler = handler
         return handler
 

@@ -32,6 +32,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from socketify.callables import require_blocking
+
 if TYPE_CHECKING:
     from socketify.request import Request
     from socketify.response import Response
@@ -93,6 +95,9 @@ def hooked(
     """
     if before is None and after is None:
         raise ValueError("a hooked middleware needs a before or an after hook")
+    for hook in (before, after):
+        if hook is not None:
+            require_blocking(hook, "the middleware hook")
     label = name or getattr(before or after, "__name__", "middleware")
     return Hooked(before, after, label, before_may_end)
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 from urllib.parse import unquote
 
+from socketify.callables import require_blocking
 from socketify.chain import Plan
 from socketify.errors import HTTPError
 
@@ -146,6 +147,7 @@ class Route:
     def use(self, middleware: Middleware) -> Route:
         """Add a middleware that runs for this route only (after group middleware)."""
         self._router.check_open()
+        require_blocking(middleware, "middleware")
         self.middleware.append(middleware)
         return self
 
@@ -318,6 +320,7 @@ class Group(Registrar):
     def use(self, middleware: Middleware) -> Group:
         """Add a middleware for every route under this group's prefix."""
         self._router.check_open()
+        require_blocking(middleware, "middleware")
         self.middleware.append(middleware)
         return self
 
@@ -386,8 +389,7 @@ class Router:
     def add(self, method: str, pattern: str, handler: Handler) -> Route:
         """Register a route and return it."""
         self.check_open()
-        if not callable(handler):
-            raise TypeError(f"handler for {pattern!r} is not callable")
+        require_blocking(handler, f"the handler for {pattern!r}")
         upper = method.upper()
         if upper in ("ANY", ANY):
             method = ANY
