@@ -16,6 +16,18 @@ def test_top_level_modules_import_from_socketify() -> None:
     assert CompressionOptions().min_size == 256
 
 
+def test_server_option_types_import_beside_server() -> None:
+    import socketify
+    from socketify import CompressionOptions, Server, TlsOptions
+    from socketify.middleware import CompressionOptions as FromMiddleware
+    from socketify.tls import TlsOptions as FromTls
+
+    assert CompressionOptions is FromMiddleware and TlsOptions is FromTls
+    assert {"CompressionOptions", "TlsOptions", "Server"} <= set(socketify.__all__)
+    server = Server(compression=CompressionOptions(min_size=1024, level=1))
+    assert server.settings.compression.min_size == 1024
+
+
 def test_socketify_logging_does_not_shadow_the_stdlib() -> None:
     # A fresh interpreter: import order matters, so nothing may be cached from this one.
     code = (
