@@ -21,7 +21,7 @@ terminating proxy, set `trust_proxy` and the proxy's `X-Forwarded-Proto` decides
 from __future__ import annotations
 
 from socketify import Request, Response, Server
-from socketify.tls import TlsOptions
+from socketify.core.tls_options import TlsOptions
 
 
 def tls_options() -> TlsOptions:

@@ -25,10 +25,11 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable
 
-from socketify import Request, Response, Server, cors, ratelimit, sessions
+from socketify import Request, Response, Server, cors, ratelimit
 from socketify import logging as access_log
 from socketify.config import Config
 from socketify.middleware import request_id
+from socketify.state import sessions
 
 settings = Config.load()
 ADMIN_API_KEY = settings.get_or("ADMIN_API_KEY", "secret")

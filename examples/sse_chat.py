@@ -26,7 +26,8 @@ import time
 
 import gevent
 
-from socketify import Request, Response, Server, sse
+from socketify import Request, Response, Server
+from socketify.realtime import sse
 
 ROOM = "chat"
 MAX_MESSAGE = 2000

@@ -3,7 +3,7 @@
     python load_tests/bench_bus.py                    # bus: 1 publisher -> 3 subscribers
     python load_tests/bench_bus.py --mode store       # store round trips, every worker
 
-Bus mode starts a `workers.master.Master` with 4 workers. Worker 0 publishes `--size`-byte
+Bus mode starts a `workers.supervise.master.Master` with 4 workers. Worker 0 publishes `--size`-byte
 messages as fast as the bus takes them for `--duration` seconds; workers 1-3 count what they
 receive. Each worker reports its count through the shared store once it is done; the
 figure is deliveries per second to the *other* workers (local delivery is a function call
@@ -26,11 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workers.config import MasterConfig
-from workers.context import WorkerContext
-from workers.master import Master
-from workers.state import LocalState, StateOps
-from workers.table_store import TableStore
+from workers.shared.state import LocalState, StateOps
+from workers.shared.table_store import TableStore
+from workers.supervise.config import MasterConfig
+from workers.supervise.context import WorkerContext
+from workers.supervise.master import Master
 
 ARGS = argparse.Namespace()
 
@@ -39,11 +39,11 @@ def bus_target(ctx: WorkerContext) -> None:
     """Worker 0 publishes; the others count deliveries; all report through the store."""
     import gevent
 
-    import workers.bus
-    import workers.state
+    import workers.shared.bus
+    import workers.shared.state
 
-    bus = workers.bus.bus()
-    store = workers.state.client()
+    bus = workers.shared.bus.bus()
+    store = workers.shared.state.client()
     assert bus is not None and store is not None
     received = 0
 
@@ -84,9 +84,9 @@ def store_target(ctx: WorkerContext) -> None:
     """Every worker runs greenlets doing GET/SET pairs; counts go to the store."""
     import gevent
 
-    import workers.state
+    import workers.shared.state
 
-    store = workers.state.client()
+    store = workers.shared.state.client()
     assert store is not None
     ctx.ready()
     store.incr("ready", 1)
@@ -114,7 +114,7 @@ def store_target(ctx: WorkerContext) -> None:
 
 def results_store(master: Master) -> StateOps:
     """The store the workers report to, as the master sees it: the shared table in front of
-    the state server's own store (see workers.table_store)."""
+    the state server's own store (see workers.shared.table_store)."""
     state = master._state
     own = LocalState(state.store)
     return own if state.table is None else TableStore(state.table, own)

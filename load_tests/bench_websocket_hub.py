@@ -45,7 +45,7 @@ from load_tests.harness import (
     serve,
 )
 from socketify.protocol.websocket import Connection, Opcode, frame_bytes
-from socketify.pulse.channel import Channel
+from socketify.realtime.pulse.channel import Channel
 
 RESULTS = LOAD_TESTS / "results"
 PAYLOAD = 256

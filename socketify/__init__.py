@@ -1,16 +1,41 @@
-"""Socketify for Python: a pre-fork gevent web server and framework."""
+"""Socketify for Python: a pre-fork gevent web server and framework.
+
+The application object and its option types are imported here; the feature modules users
+reach as `from socketify import sse, pulse, sessions, static_files, cors, ratelimit, logging`
+are imported on first use, so `import socketify` stays small and never imports gevent.
+"""
 
 from __future__ import annotations
 
-from socketify.app import Server
-from socketify.errors import HTTPError
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from socketify.core.app import Server
+from socketify.core.errors import HTTPError
+from socketify.core.options import ServerOptions
+from socketify.core.request import Request
+from socketify.core.response import Response
+from socketify.core.tls_options import TlsOptions
 from socketify.middleware.compression import CompressionOptions
-from socketify.options import ServerOptions
-from socketify.request import Request
-from socketify.response import Response
-from socketify.tls import TlsOptions
+
+if TYPE_CHECKING:
+    from socketify.middleware import access_log as logging
+    from socketify.middleware import cors, ratelimit, static_files
+    from socketify.realtime import pulse, sse
+    from socketify.state import sessions
 
 __version__ = "0.1.0"
+
+# The feature modules behind the short names of the public API.
+_FEATURES = {
+    "cors": "socketify.middleware.cors",
+    "logging": "socketify.middleware.access_log",
+    "pulse": "socketify.realtime.pulse",
+    "ratelimit": "socketify.middleware.ratelimit",
+    "sessions": "socketify.state.sessions",
+    "sse": "socketify.realtime.sse",
+    "static_files": "socketify.middleware.static_files",
+}
 
 __all__ = [
     "CompressionOptions",
@@ -21,4 +46,21 @@ __all__ = [
     "ServerOptions",
     "TlsOptions",
     "__version__",
+    "cors",
+    "logging",
+    "pulse",
+    "ratelimit",
+    "sessions",
+    "sse",
+    "static_files",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a feature module the first time its short name is used."""
+    module_name = _FEATURES.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'socketify' has no attribute {name!r}")
+    module = importlib.import_module(module_name)
+    globals()[name] = module
+    return module

@@ -177,10 +177,10 @@ def info() -> str:
 def run(options: argparse.Namespace) -> int:
     """`socketify run APP`: become the master of pre-forked workers serving APP."""
     configure_logging(options.log_level, options.error_log, options.access_log)
+    from socketify.core.tls_options import TlsError, TlsOptions
+    from socketify.server.app_worker import AppLoadError, ServeApp, add_access_log, load_app
     from socketify.server.schemes import BindPlan, SchemeError
-    from socketify.server.worker import AppLoadError, ServeApp, add_access_log, load_app
-    from socketify.tls import TlsError, TlsOptions
-    from workers.sockets import BindError
+    from workers.supervise.sockets import BindError
 
     target: Any
     settings: Any
@@ -229,7 +229,7 @@ def run(options: argparse.Namespace) -> int:
 
 def _tls_options(options: argparse.Namespace) -> Any:
     """TlsOptions from --certfile/--keyfile/--ca-file, or None."""
-    from socketify.tls import TlsError, TlsOptions
+    from socketify.core.tls_options import TlsError, TlsOptions
 
     if options.certfile or options.keyfile:
         if not (options.certfile and options.keyfile):
@@ -258,9 +258,9 @@ def _probe_settings(spec: str) -> SimpleNamespace:
     import json
     import subprocess
 
-    from socketify.server.worker import PROBE_LOAD_ERROR
+    from socketify.server.app_worker import PROBE_LOAD_ERROR
 
-    code = "import sys; from socketify.server.worker import probe_app; probe_app(sys.argv[1])"
+    code = "import sys; from socketify.server.app_worker import probe_app; probe_app(sys.argv[1])"
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])),
@@ -290,9 +290,9 @@ def _check_importable(spec: str) -> None:
 
 
 def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: list[str]) -> int:
-    from workers.config import MasterConfig
-    from workers.master import BootError, Master
-    from workers.sockets import BindError
+    from workers.supervise.config import MasterConfig
+    from workers.supervise.master import BootError, Master
+    from workers.supervise.sockets import BindError
 
     def pick(flag: Any, name: str) -> Any:
         return flag if flag is not None else getattr(settings, name)
@@ -332,7 +332,7 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
 
 def _run_in_process(app: Any, binds: list[str], tls: Any = None, plan: Any = None) -> int:
     from socketify.server.launch import InProcessRunner
-    from workers.sockets import BindError
+    from workers.supervise.sockets import BindError
 
     try:
         runner = InProcessRunner(app, binds, tls=tls, plan=plan)
@@ -346,7 +346,7 @@ def _run_in_process(app: Any, binds: list[str], tls: Any = None, plan: Any = Non
 
 def _where(addresses: list[Any], tls: bool, plan: Any) -> str:
     """The bound addresses as URLs, each with its own scheme (see server.schemes)."""
-    from workers.sockets import format_address
+    from workers.supervise.sockets import format_address
 
     def scheme(address: Any) -> str:
         return "https" if tls and not (plan is not None and plan.is_plain(address)) else "http"
@@ -384,14 +384,14 @@ def run_http(options: argparse.Namespace) -> int:
     host = options.host
     binds = [f"[{host}]:{options.port}" if ":" in host else f"{host}:{options.port}"]
     print(f"Serving {directory} on http://{host}:{options.port}", flush=True)
-    from workers.sockets import BindError
+    from workers.supervise.sockets import BindError
 
     try:
         if options.workers == 0:
             return _run_in_process(server, binds)
-        from socketify.server.worker import ServeApp
-        from workers.config import MasterConfig
-        from workers.master import Master
+        from socketify.server.app_worker import ServeApp
+        from workers.supervise.config import MasterConfig
+        from workers.supervise.master import Master
 
         master = Master(MasterConfig(binds=binds, workers=options.workers), ServeApp(server))
         master.start()

@@ -56,7 +56,7 @@ from urllib3.exceptions import (
 from urllib3.util import Retry, Timeout, make_headers, parse_url
 
 from socketify import json_util
-from socketify.headers import Headers
+from socketify.core.headers import Headers
 
 __all__ = [
     "DEFAULT_TIMEOUT",

@@ -9,6 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from socketify.testing import live_server_fixture
+from socketify.testing.client import live_server_fixture
 
 live_server = pytest.fixture(live_server_fixture)

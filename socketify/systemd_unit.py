@@ -6,7 +6,8 @@
 
 `generate()` returns the text of `NAME.service` and, with `socket=True`, of `NAME.socket`. The
 service is `Type=notify`: the master reports READY/RELOADING/STOPPING and feeds the watchdog
-itself (workers.systemd). With a socket unit, systemd owns the listening sockets and passes
+itself (`workers.supervise.systemd`).
+With a socket unit, systemd owns the listening sockets and passes
 them in (LISTEN_FDS), so the binds move from `ExecStart` to `ListenStream=` and connections made
 while the service restarts wait in the queue instead of being refused.
 
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from socketify import __version__
-from workers.sockets import BindError, TcpAddress, UnixAddress, parse_bind
+from workers.supervise.sockets import BindError, TcpAddress, UnixAddress, parse_bind
 
 __all__ = ["UnitError", "default_name", "generate", "main"]
 

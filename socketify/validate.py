@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 if TYPE_CHECKING:
-    from socketify.request import Request
-    from socketify.response import Response
+    from socketify.core.request import Request
+    from socketify.core.response import Response
 
 __all__ = [
     "BODY_KEY",

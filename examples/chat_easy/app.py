@@ -17,8 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from socketify import Server, pulse, static_files
-from socketify.pulse import easy, media
+from socketify import Server, static_files
+from socketify.realtime import pulse
+from socketify.realtime.pulse import easy, media
 
 PUBLIC = Path(__file__).resolve().parent / "public"
 LOBBY = "lobby"

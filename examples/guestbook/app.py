@@ -23,10 +23,12 @@ import orjson
 from pony.orm import Required, commit, desc
 
 import socketify.db
-from socketify import Request, Response, Server, cors, ratelimit, sessions, sse, static_files
+from socketify import Request, Response, Server, cors, ratelimit, static_files
 from socketify import logging as access_log
 from socketify.middleware import request_id
 from socketify.middleware.compression import CompressionOptions
+from socketify.realtime import sse
+from socketify.state import sessions
 
 PUBLIC = Path(__file__).resolve().parent / "public"
 MAX_NAME = 40

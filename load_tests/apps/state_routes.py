@@ -5,9 +5,10 @@ the default cross-worker store); `/limited` takes a token from a global rate lim
 bucket never runs dry (so every answer is a 200 and the cost measured is the store's).
 """
 
-from socketify import Server, sessions
+from socketify import Server
 from socketify.middleware.ratelimit import middleware as ratelimit
-from socketify.shared_store import SharedStore
+from socketify.state import sessions
+from socketify.state.shared_store import SharedStore
 
 server = Server(compression=False)
 

@@ -6,7 +6,8 @@
 - `GET /ping`: plain HTTP, so the load-test harness can tell when the server is up.
 """
 
-from socketify import Server, pulse
+from socketify import Server
+from socketify.realtime import pulse
 
 server = Server(compression=False)
 

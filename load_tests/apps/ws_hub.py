@@ -9,8 +9,9 @@ text and every worker calls `send_text` for each of its members, encoding a fram
 
 import os
 
-from socketify import Server, pulse
-from socketify.shared_bus import default_bus
+from socketify import Server
+from socketify.realtime import pulse
+from socketify.state.shared_bus import default_bus
 
 server = Server(compression=False)
 hub = pulse.Hub("bench")

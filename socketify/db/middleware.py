@@ -34,7 +34,7 @@ from typing import Any
 
 from pony.orm import core as orm_core
 
-from socketify.chain import hooked
+from socketify.core.chain import hooked
 from socketify.db import green
 from socketify.db.errors import ErrorAnswer, answer_for
 from socketify.db.session import abort_session, end_session

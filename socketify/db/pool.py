@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from socketify.errors import HTTPError
+from socketify.core.errors import HTTPError
 
 __all__ = ["BoundedPool", "ConnectionRecipe", "DatabaseUnavailable", "PoolStats", "PoolTimeout"]
 

@@ -28,15 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from socketify.chain import Hooked, hooked
-from socketify.errors import HTTPError
+from socketify.core.chain import Hooked, hooked
+from socketify.core.errors import HTTPError
 from socketify.middleware.log_handlers import LineSink, get_ident
 from socketify.middleware.proxy import TrustProxy, client_ip_resolver
 from socketify.protocol.http11.status import NO_BODY_STATUSES
 
 if TYPE_CHECKING:
-    from socketify.request import Request
-    from socketify.response import Response
+    from socketify.core.request import Request
+    from socketify.core.response import Response
 
 __all__ = ["ACCESS_LOGGER", "middleware"]
 

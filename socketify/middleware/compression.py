@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 from socketify.middleware.negotiation import add_vary, choose_encoding
 
 if TYPE_CHECKING:
-    from socketify.request import Request
-    from socketify.response import Response
+    from socketify.core.request import Request
+    from socketify.core.response import Response
 
 __all__ = ["DEFAULT_TYPES", "CompressionOptions", "Compressor", "resolve"]
 

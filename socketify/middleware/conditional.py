@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Final
 from socketify.protocol.http11 import http_date
 
 if TYPE_CHECKING:
-    from socketify.headers import Headers
+    from socketify.core.headers import Headers
 
 __all__ = [
     "UNSATISFIABLE",

@@ -19,13 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from socketify.chain import Hooked, hooked
+from socketify.core.chain import Hooked, hooked
+from socketify.core.response import HeaderLine, header_line
 from socketify.middleware.negotiation import add_vary
-from socketify.response import HeaderLine, header_line
 
 if TYPE_CHECKING:
-    from socketify.request import Request
-    from socketify.response import Response
+    from socketify.core.request import Request
+    from socketify.core.response import Response
 
 __all__ = ["DEFAULT_METHODS", "middleware"]
 

@@ -19,8 +19,8 @@ import os
 import stat
 import time
 
+from socketify.core.mime import guess_type
 from socketify.middleware.conditional import etag_for, last_modified_text
-from socketify.mime import guess_type
 
 __all__ = ["SIBLINGS", "SIBLINGS_TTL", "SUFFIXES", "FileVersion", "FileVersions"]
 

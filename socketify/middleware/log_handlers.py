@@ -11,8 +11,8 @@ is made cheap:
   one write of whole lines to a file opened for append (or a pipe, up to PIPE_BUF) is never
   interleaved with another, whichever greenlet, thread or worker writes it. With no
   formatter set the line is the message (`%(message)s`, the default); a formatter that is set
-  is used. The file variant is a `logging.FileHandler`, so `workers.logfiles` reopens it on
-  SIGUSR1 (lines batched at that moment go to the new file).
+  is used. The file variant is a `logging.FileHandler`, so `workers.supervise.logfiles`
+  reopens it on SIGUSR1 (lines batched at that moment go to the new file).
 - Batching: in a greenlet under a running gevent hub, lines are collected and written
   together by a callback queued on the hub, which runs as soon as the greenlets that are
   ready have run — the end of the current turn of the event loop, well under a millisecond

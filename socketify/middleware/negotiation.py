@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from socketify.response import Response
+    from socketify.core.response import Response
 
 __all__ = ["add_vary", "choose_encoding"]
 

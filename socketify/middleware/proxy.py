@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
-    from socketify.request import Request
+    from socketify.core.request import Request
 
 __all__ = ["TrustProxy", "client_ip", "client_ip_resolver", "forwarded_chain"]
 

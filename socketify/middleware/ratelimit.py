@@ -2,7 +2,7 @@
 
 Theory of operation. Each key (by default the client address) owns a bucket of `capacity`
 tokens that refills at `refill_per_second`; a request takes one token or is answered 429. The
-bucket lives in a `socketify.stores.Store` whose `take()` refills and takes in one atomic
+bucket lives in a `socketify.state.stores.Store` whose `take()` refills and takes in one atomic
 step. The default store is the cross-worker `SharedStore` (the master's store under
 `socketify run`, Redis when SOCKETIFY_STATE_URL is set, a private one otherwise), so N workers
 never allow N times the quota.
@@ -21,15 +21,15 @@ import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from socketify.chain import Hooked, hooked
+from socketify.core.chain import Hooked, hooked
+from socketify.core.response import TEXT_PLAIN, header_line
 from socketify.middleware.proxy import TrustProxy, client_ip_resolver
-from socketify.response import TEXT_PLAIN, header_line
-from socketify.shared_store import SharedStore
-from socketify.stores import Store
+from socketify.state.shared_store import SharedStore
+from socketify.state.stores import Store
 
 if TYPE_CHECKING:
-    from socketify.request import Request
-    from socketify.response import Response
+    from socketify.core.request import Request
+    from socketify.core.response import Response
 
 __all__ = ["middleware"]
 

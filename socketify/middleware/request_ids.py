@@ -16,12 +16,12 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from socketify.chain import Hooked, hooked
-from socketify.response import header_line
+from socketify.core.chain import Hooked, hooked
+from socketify.core.response import header_line
 
 if TYPE_CHECKING:
-    from socketify.request import Request
-    from socketify.response import Response
+    from socketify.core.request import Request
+    from socketify.core.response import Response
 
 __all__ = ["request_id"]
 

@@ -29,6 +29,8 @@ import stat
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from socketify.core.response import TEXT_PLAIN
+from socketify.core.routing import split_path
 from socketify.middleware.conditional import (
     UNSATISFIABLE,
     if_range_allows,
@@ -38,12 +40,10 @@ from socketify.middleware.conditional import (
 from socketify.middleware.file_versions import SUFFIXES, FileVersion, FileVersions
 from socketify.middleware.listing import render_listing
 from socketify.middleware.negotiation import add_vary, choose_encoding
-from socketify.response import TEXT_PLAIN
-from socketify.routing import split_path
 
 if TYPE_CHECKING:
-    from socketify.request import Request
-    from socketify.response import Response
+    from socketify.core.request import Request
+    from socketify.core.response import Response
 
 __all__ = ["serve", "spa"]
 

@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from gevent import GreenletExit, get_hub, sleep
 
+from socketify.core.request import Request
+from socketify.core.response import Response
+from socketify.core.response_wire import buffered_bytes
 from socketify.protocol.http11 import (
     CLOSED,
     END_OF_MESSAGE,
@@ -31,13 +34,10 @@ from socketify.protocol.http11 import (
     encode_chunk,
     error_response,
 )
-from socketify.request import Request
-from socketify.response import Response
-from socketify.response_wire import buffered_bytes
 from socketify.server.errors import Expired, PeerGone
 from socketify.server.file_sender import send_file
 from socketify.server.request_body import BodyReader
-from socketify.server.tls import TlsStream
+from socketify.server.tls_stream import TlsStream
 
 if TYPE_CHECKING:
     from socketify.server.service import HttpService

@@ -19,7 +19,7 @@ from socketify.server.connection import Connection
 from socketify.server.service import HttpService
 
 if TYPE_CHECKING:
-    from socketify.app import Server
+    from socketify.core.app import Server
 
 __all__ = ["open_connection"]
 

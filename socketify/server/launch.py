@@ -1,6 +1,6 @@
 """`Server.listen()`: start serving from a user's script, pre-forked or in-process.
 
-With workers >= 1 the calling process becomes the master (`workers.master`, which never
+With workers >= 1 the calling process becomes the master (`workers.supervise.master`, which never
 imports gevent) and forks workers that run the already-imported app; `listen()` returns once
 they all accept. With `workers=0` everything runs in this process under gevent, for debugging:
 the calling process is monkey-patched, and requests are served while it blocks in `wait()`.
@@ -11,17 +11,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from socketify.app import Server
+    from socketify.core.app import Server
     from socketify.server.schemes import BindPlan
 
 
 class MasterRunner:
-    """`listen()` with pre-forked workers: a thin face over `workers.master.Master`."""
+    """`listen()` with pre-forked workers: a thin face over `workers.supervise.master.Master`."""
 
     def __init__(self, app: Server, binds: list[str]) -> None:
-        from socketify.server.worker import ServeApp
-        from workers.config import MasterConfig
-        from workers.master import Master
+        from socketify.server.app_worker import ServeApp
+        from workers.supervise.config import MasterConfig
+        from workers.supervise.master import Master
 
         opts = app.settings
         config = MasterConfig(
@@ -65,7 +65,7 @@ class InProcessRunner:
         import gevent.event
 
         from socketify.server.schemes import services_for
-        from workers.listeners import Listeners
+        from workers.supervise.listeners import Listeners
 
         self._listeners = Listeners(binds, slots=1, backlog=app.settings.backlog)
         self.addresses = self._listeners.addresses

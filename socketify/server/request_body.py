@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 
-from socketify.errors import HTTPError
+from socketify.core.errors import HTTPError
 from socketify.protocol.http11 import ParseError
 
 __all__ = ["BodyReader"]

@@ -21,12 +21,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from workers.sockets import TcpAddress, UnixAddress, parse_bind
+from workers.supervise.sockets import TcpAddress, UnixAddress, parse_bind
 
 if TYPE_CHECKING:
-    from socketify.app import Server
-    from socketify.request import Request
-    from socketify.response import Response
+    from socketify.core.app import Server
+    from socketify.core.request import Request
+    from socketify.core.response import Response
     from socketify.server.service import HttpService
 
 __all__ = ["BindPlan", "SchemeError", "redirect_app", "services_for"]
@@ -135,7 +135,7 @@ def services_for(
 
 def redirect_app(app: Server, https_port: int | None) -> Server:
     """An app with `app`'s limits and timeouts that sends everything to HTTPS with a 308."""
-    from socketify.app import Server
+    from socketify.core.app import Server
 
     settings = app.settings
     options = {field.name: getattr(settings, field.name) for field in fields(settings)}

@@ -26,14 +26,14 @@ import gevent
 from gevent import get_hub
 
 from socketify.server.connection import IDLE, Connection
-from socketify.server.tls import TlsStream, server_context
+from socketify.server.tls_stream import TlsStream, server_context
 
 if TYPE_CHECKING:
-    from socketify.app import Server
-    from socketify.options import ServerOptions
-    from socketify.request import Request
-    from socketify.response import Response
-    from socketify.tls import TlsOptions
+    from socketify.core.app import Server
+    from socketify.core.options import ServerOptions
+    from socketify.core.request import Request
+    from socketify.core.response import Response
+    from socketify.core.tls_options import TlsOptions
 
 log = logging.getLogger("socketify.error")
 

@@ -211,7 +211,7 @@ def test_a_custom_record_factory_is_respected(capture: Capture) -> None:
 
 
 def test_access_log_file_handler_writes_whole_lines_and_reopens(tmp_path: Path) -> None:
-    from workers.logfiles import reopen_log_files
+    from workers.supervise.logfiles import reopen_log_files
 
     path = tmp_path / "access.log"
     handler = AccessLogFileHandler(str(path))

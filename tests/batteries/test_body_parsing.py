@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from socketify import HTTPError, Request, Response, Server
-from socketify.body import BodyLimits, parse_header_params
+from socketify.core.body import BodyLimits, parse_header_params
 from socketify.middleware import body_limit
 from socketify.testing import TestClient
 

@@ -1,4 +1,4 @@
-"""The public import paths of DESIGN §4, and the `socketify.logging` name clash."""
+"""The public import paths, and the `socketify.logging` name clash with the standard library."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ def test_top_level_modules_import_from_socketify() -> None:
 def test_server_option_types_import_beside_server() -> None:
     import socketify
     from socketify import CompressionOptions, Server, TlsOptions
+    from socketify.core.tls_options import TlsOptions as FromTls
     from socketify.middleware import CompressionOptions as FromMiddleware
-    from socketify.tls import TlsOptions as FromTls
 
     assert CompressionOptions is FromMiddleware and TlsOptions is FromTls
     assert {"CompressionOptions", "TlsOptions", "Server"} <= set(socketify.__all__)
@@ -31,12 +31,12 @@ def test_server_option_types_import_beside_server() -> None:
 def test_socketify_logging_does_not_shadow_the_stdlib() -> None:
     # A fresh interpreter: import order matters, so nothing may be cached from this one.
     code = (
-        "import socketify.logging, socketify.app, socketify.middleware.access_log as a\n"
+        "from socketify import logging as ours\n"
+        "import socketify.core.app, socketify.middleware.access_log as a\n"
         "import logging, sys\n"
         "assert sys.modules['logging'] is logging and hasattr(logging, 'getLogger')\n"
-        "assert socketify.app.logging is logging and a.logging is logging\n"
-        "from socketify import logging as ours\n"
-        "assert ours is not logging and ours.middleware\n"
+        "assert socketify.core.app.logging is logging and a.logging is logging\n"
+        "assert ours is not logging and ours is a and ours.middleware\n"
         "print('ok')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -45,8 +45,8 @@ def test_socketify_logging_does_not_shadow_the_stdlib() -> None:
 
 def test_importing_socketify_does_not_import_gevent_or_multipart() -> None:
     code = (
-        "import sys, socketify, socketify.static_files, socketify.cors, socketify.ratelimit\n"
-        "import socketify.logging\n"
+        "import sys, socketify\n"
+        "from socketify import cors, logging, ratelimit, sessions, static_files\n"
         "print(sorted(m for m in ('gevent', 'python_multipart') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

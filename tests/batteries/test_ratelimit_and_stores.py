@@ -8,7 +8,7 @@ import pytest
 
 from socketify import Server, ratelimit
 from socketify.middleware import client_ip
-from socketify.stores import MemoryStore, Store, TakeResult
+from socketify.state.stores import MemoryStore, Store, TakeResult
 from socketify.testing import TestClient
 
 from .conftest import build_request

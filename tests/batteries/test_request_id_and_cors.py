@@ -8,7 +8,7 @@ import re
 import pytest
 
 from socketify import Request, Response, Server, cors
-from socketify.chain import hooked
+from socketify.core.chain import hooked
 from socketify.middleware import request_id, request_ids
 from socketify.protocol.http11 import RequestHead
 from socketify.testing import TestClient, TestResponse

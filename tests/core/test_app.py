@@ -458,7 +458,7 @@ def test_base_exceptions_are_not_swallowed(call) -> None:
 
 
 def test_handle_is_generated_once_frozen_and_shows_in_tracebacks(call, caplog) -> None:
-    from socketify.chain import hooked
+    from socketify.core.chain import hooked
 
     def broken(req: Request, res: Response) -> bool:
         raise ValueError("broken before")
@@ -479,7 +479,7 @@ def test_handle_is_generated_once_frozen_and_shows_in_tracebacks(call, caplog) -
 def test_a_failing_encoder_is_logged_and_the_answer_goes_out_as_it_was(
     middleware: str, call, caplog
 ) -> None:
-    from socketify.chain import hooked
+    from socketify.core.chain import hooked
 
     def encoder(req: Request, res: Response) -> None:
         res.set_header("X-Encoder", "ran")

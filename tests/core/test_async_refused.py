@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from socketify import Server
-from socketify.chain import hooked
+from socketify.core.chain import hooked
 from socketify.testing import TestClient
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from socketify import Request, Response, Server
-from socketify.chain import FLAT_AFTERS_MAX, Hooked, Plan, hooked
-from socketify.errors import HTTPError
+from socketify.core.chain import FLAT_AFTERS_MAX, Hooked, Plan, hooked
+from socketify.core.errors import HTTPError
 from socketify.protocol.http11 import RequestHead
 from socketify.testing import TestClient
 

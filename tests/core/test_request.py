@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from socketify import HTTPError, Request
+from socketify.core.request import parse_query
 from socketify.protocol.http11 import END_OF_MESSAGE, RequestParser
-from socketify.request import parse_query
 
 
 def test_request_line_fields(make_request) -> None:
@@ -214,7 +214,7 @@ def test_header_lookups_by_any_case_after_a_lower_case_miss(make_request) -> Non
 
 
 def test_the_memory_of_lower_case_names_is_bounded(make_request, monkeypatch) -> None:
-    from socketify import request as request_module
+    from socketify.core import request as request_module
 
     monkeypatch.setattr(request_module, "_LOWER_CASE_NAMES", set())
     req = make_request("GET", "/", [("Host", "h")])

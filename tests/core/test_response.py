@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from socketify import Request, Response, Server
+from socketify.core.response import header_line
 from socketify.protocol.http11 import http_date
-from socketify.response import header_line
 
 DATE = re.compile(rb"Date: [A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT\r\n")
 

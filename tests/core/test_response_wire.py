@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from socketify import Response, response_wire
+from socketify import Response
+from socketify.core import response_wire
 from socketify.protocol.http11 import DateLines, http_date
 
 START = 1_600_000_000.25
@@ -115,7 +116,7 @@ def test_values_that_would_split_the_head_are_refused_on_the_fast_path(bad: str)
 
 
 def test_remembered_names_are_bounded_and_invalid_names_never_pass(monkeypatch) -> None:
-    from socketify import response_headers
+    from socketify.core import response_headers
 
     remembered = dict(response_headers.CHECKED_NAMES)
     response_headers.CHECKED_NAMES.clear()  # the same dict Response reads

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from socketify import HTTPError, Request, Response, Server
-from socketify.routing import Router, allow_header, decode_path, split_path
+from socketify.core.routing import Router, allow_header, decode_path, split_path
 
 
 def named(name: str):
@@ -438,9 +438,9 @@ def test_remembered_match_gives_each_request_its_own_params(call) -> None:
 
 
 def test_remembered_matches_are_bounded(monkeypatch) -> None:
-    import socketify.routing
+    import socketify.core.routing
 
-    monkeypatch.setattr(socketify.routing, "MATCHES_KEPT", 4)
+    monkeypatch.setattr(socketify.core.routing, "MATCHES_KEPT", 4)
     router = Router()
     route = router.add("GET", "/files/*rest", named("f"))
     router.freeze()
@@ -449,7 +449,7 @@ def test_remembered_matches_are_bounded(monkeypatch) -> None:
         assert len(router._matches) <= 4
     assert router.find("GET", "/files/a/49") == (route, {"rest": "a/49"}, None)
     router._matches.clear()
-    long_path = "/files/" + "x" * socketify.routing.MATCH_PATH_MAX
+    long_path = "/files/" + "x" * socketify.core.routing.MATCH_PATH_MAX
     assert router.find("GET", long_path) == (route, {"rest": long_path[7:]}, None)
     assert router._matches == {}  # long paths are never remembered
 

@@ -9,12 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from socketify import HTTPError, Response
-from socketify.cookies import build_set_cookie, expired_cookie, parse_cookie_header
-from socketify.headers import Headers, MultiDict
-from socketify.mime import guess_type
+from socketify.core.cookies import build_set_cookie, expired_cookie, parse_cookie_header
+from socketify.core.headers import Headers, MultiDict
+from socketify.core.mime import guess_type
+from socketify.core.request import parse_query
+from socketify.core.routing import split_path
 from socketify.protocol.http11.status import reason, status_line
-from socketify.request import parse_query
-from socketify.routing import split_path
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,8 @@ from db_models import define
 from pony.orm import db_session
 
 import socketify.db
-from socketify import Request, Response, Server, chain
+from socketify import Request, Response, Server
+from socketify.core import chain
 from socketify.db import transactional
 from socketify.db.middleware import close_session, in_db_session, open_session
 from socketify.testing import TestClient

@@ -19,8 +19,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from examples.https_hello import tls_options
+from socketify.core.tls_options import TlsOptions
 from socketify.testing import LiveServer
-from socketify.tls import TlsOptions
 
 pytestmark = pytest.mark.timeout(60)
 

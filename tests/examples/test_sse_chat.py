@@ -15,7 +15,7 @@ from types import ModuleType
 import pytest
 
 from socketify.testing import LiveServer, TestClient
-from socketify.testing_realtime import EventStreamSession, SseEvent
+from socketify.testing.realtime import EventStreamSession, SseEvent
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from socketify.cache import CacheBackend, MemoryBackend, TtlCache
+from socketify.state.cache import CacheBackend, MemoryBackend, TtlCache
 
 
 class FakeClock:

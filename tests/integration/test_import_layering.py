@@ -30,7 +30,7 @@ def test_import_socketify_does_not_import_gevent() -> None:
 def test_cli_and_server_entry_modules_do_not_import_gevent() -> None:
     # The `socketify run` process becomes the pre-fork master: it must stay gevent-free.
     result = run_python(
-        "import socketify.cli, socketify.server.worker, socketify.server.launch, sys\n"
+        "import socketify.cli, socketify.server.app_worker, socketify.server.launch, sys\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('gevent', 'greenlet'))\n"
         "assert not bad, bad\n"
     )

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from socketify.headers import Headers
+from socketify.core.headers import Headers
 from socketify.protocol.websocket import (
     DeflateOptions,
     UpgradeAccepted,

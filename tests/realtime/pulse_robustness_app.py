@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 
-from socketify import Request, Response, Server, pulse
+from socketify import Request, Response, Server
 from socketify.protocol.websocket import DeflateOptions, Opcode, frame_bytes
+from socketify.realtime import pulse
 
 server = Server()
 hub = pulse.Hub("robustness")

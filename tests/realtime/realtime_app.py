@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 
-from socketify import Request, Response, Server, pulse, sse
-from socketify.pulse import easy, media
+from socketify import Request, Response, Server
+from socketify.realtime import pulse, sse
+from socketify.realtime.pulse import easy, media
 
 server = Server(idle_timeout=2.0)
 sse_hub = sse.Hub()

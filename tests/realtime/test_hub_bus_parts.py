@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
-from socketify import pulse, sse
 from socketify.protocol.websocket import Opcode, frame_bytes
-from socketify.pulse import bus_parts
-from workers.bus import LocalBus
+from socketify.realtime import pulse, sse
+from socketify.realtime.pulse import bus_parts
+from workers.shared.bus import LocalBus
 
 
 class _SmallBus(LocalBus):

@@ -10,10 +10,10 @@ from typing import Any
 
 import gevent
 
-from socketify import pulse, sse
 from socketify.protocol.websocket import Opcode, frame_bytes
-from socketify.pulse.census import RoomCensus
-from workers.bus import LocalBus
+from socketify.realtime import pulse, sse
+from socketify.realtime.pulse.census import RoomCensus
+from workers.shared.bus import LocalBus
 
 
 def _census(bus: LocalBus, **timing: float) -> RoomCensus:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
-from socketify.pulse import easy, media
+from socketify.realtime.pulse import easy, media
 from socketify.testing import LiveServer
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
-from socketify.pulse import easy, media
+from socketify.realtime.pulse import easy, media
 from socketify.testing import LiveServer
 
 

@@ -7,10 +7,11 @@ from typing import Any
 import gevent
 import pytest
 
-from socketify import Server, pulse
-from socketify.pulse import easy, media
+from socketify import Server
+from socketify.realtime import pulse
+from socketify.realtime.pulse import easy, media
 from socketify.testing import TestClient
-from socketify.testing_realtime import WebSocketSession
+from socketify.testing.realtime import WebSocketSession
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -6,12 +6,12 @@ import time
 
 import pytest
 
-from socketify import pulse
 from socketify.protocol.websocket import Connection as Protocol
 from socketify.protocol.websocket import Opcode
-from socketify.pulse.channel import Channel
-from socketify.pulse.media import Flag, Frame, Kind, MediaHub, now_us, pack, unpack
-from workers.bus import LocalBus
+from socketify.realtime import pulse
+from socketify.realtime.pulse.channel import Channel
+from socketify.realtime.pulse.media import Flag, Frame, Kind, MediaHub, now_us, pack, unpack
+from workers.shared.bus import LocalBus
 
 # SPEC §1.15 worked example: pack(Voice, stream 1, seq 42, ts 1000, flags 0, "pcm").
 SPEC_EXAMPLE = bytes.fromhex("50 4D 01 00 01 00 00 00 2A 00 00 00 00 00 00 03 E8 00 70 63 6D")

@@ -17,10 +17,11 @@ import pytest
 from gevent.event import Event
 from raw_websocket import close_frame
 
-from socketify import Request, Response, Server, pulse
+from socketify import Request, Response, Server
+from socketify.realtime import pulse
 from socketify.server.upgraded import Readers, readers
 from socketify.testing import TestClient
-from socketify.testing_realtime import WebSocketClosed
+from socketify.testing.realtime import WebSocketClosed
 
 pytestmark = pytest.mark.timeout(30)
 

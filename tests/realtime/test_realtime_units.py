@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from socketify import pulse, sse
 from socketify.protocol.websocket import Opcode, frame_bytes
-from workers.bus import LocalBus
+from socketify.realtime import pulse, sse
+from workers.shared.bus import LocalBus
 
 
 def test_encode_event_splits_data_on_crlf_lf_and_cr_and_keeps_fields_single_line() -> None:

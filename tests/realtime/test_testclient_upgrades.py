@@ -5,10 +5,11 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from socketify import Request, Response, Server, pulse, sse
+from socketify import Request, Response, Server
 from socketify.protocol.websocket import Opcode
+from socketify.realtime import pulse, sse
 from socketify.testing import TestClient
-from socketify.testing_realtime import UpgradeRefused, WebSocketClosed
+from socketify.testing.realtime import UpgradeRefused, WebSocketClosed
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from workers.kvstore import KeyValueStore
+from workers.shared.kvstore import KeyValueStore
 
 
 class Clock:

@@ -35,7 +35,7 @@ def prefix() -> Iterator[str]:
 
 
 def test_redis_store_values_ttls_counters_and_prefixes(prefix: str) -> None:
-    from socketify.backends.redis import RedisStore
+    from socketify.state.redis import RedisStore
 
     store = RedisStore(URL, prefix=prefix)
     store.set("a", b"1", ttl=0.2)
@@ -54,7 +54,7 @@ def test_redis_store_values_ttls_counters_and_prefixes(prefix: str) -> None:
 
 
 def test_redis_take_is_atomic_under_concurrent_callers(prefix: str) -> None:
-    from socketify.backends.redis import RedisStore
+    from socketify.state.redis import RedisStore
 
     store = RedisStore(URL, prefix=prefix)
     allowed: list[bool] = []
@@ -73,7 +73,7 @@ def test_redis_take_is_atomic_under_concurrent_callers(prefix: str) -> None:
 
 
 def test_redis_bus_delivers_each_message_once_in_order_to_every_subscriber(prefix: str) -> None:
-    from socketify.backends.redis import RedisBus
+    from socketify.state.redis import RedisBus
 
     buses = [RedisBus(URL, prefix=prefix) for _ in range(3)]
     got: list[list[bytes]] = [[] for _ in buses]

@@ -12,10 +12,11 @@ from typing import Any
 import jwt
 import pytest
 
-from socketify import HTTPError, Server, sessions
+from socketify import HTTPError, Server
+from socketify.state import sessions
 from socketify.testing import TestClient
-from workers.kvstore import KeyValueStore
-from workers.state import LocalState
+from workers.shared.kvstore import KeyValueStore
+from workers.shared.state import LocalState
 
 SECRET = "s3cret-" * 6  # 36 bytes: PyJWT warns below 32
 

@@ -6,16 +6,17 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from socketify import Server, ratelimit, sessions
-from socketify.session_strategies import StoreStrategy
-from socketify.sessions import Session, SessionOptions, new_id
-from socketify.shared_store import SharedStore, local_state
-from socketify.stores import TakeResult
+from socketify import Server, ratelimit
+from socketify.state import sessions
+from socketify.state.session_strategies import StoreStrategy
+from socketify.state.sessions import Session, SessionOptions, new_id
+from socketify.state.shared_store import SharedStore, local_state
+from socketify.state.stores import TakeResult
 from socketify.testing import TestClient
-from workers.kvstore import KeyValueStore
-from workers.state import LocalState
-from workers.table import SharedTable
-from workers.table_store import TableStore
+from workers.shared.kvstore import KeyValueStore
+from workers.shared.state import LocalState
+from workers.shared.table import SharedTable
+from workers.shared.table_store import TableStore
 
 SECRET = "s3cret-" * 6
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workers.shm import RecordTooLarge, Ring, RingFull
+from workers.shared.shm import RecordTooLarge, Ring, RingFull
 
 
 def test_records_come_out_in_order_and_intact() -> None:

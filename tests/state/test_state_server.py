@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from workers import wire
-from workers.state_server import Endpoint, StateServer
-from workers.wire import Op, Status
+from workers.shared import wire
+from workers.shared.state_server import Endpoint, StateServer
+from workers.shared.wire import Op, Status
 
 
 @pytest.fixture

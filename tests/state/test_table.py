@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workers.kvstore import KeyValueStore
-from workers.link import StateError
-from workers.state import LocalState
-from workers.table import (
+from workers.shared.kvstore import KeyValueStore
+from workers.shared.link import StateError
+from workers.shared.state import LocalState
+from workers.shared.table import (
     _GROUP,
     _GROUP_HEAD,
     _HEADER,
@@ -25,7 +25,7 @@ from workers.table import (
     SLOT_DATA,
     SharedTable,
 )
-from workers.table_store import TableStore
+from workers.shared.table_store import TableStore
 
 
 class Clock:

@@ -1,5 +1,5 @@
-"""`workers.systemd.listen_sockets` and `Listeners(inherited=...)`, in a fresh interpreter whose
-descriptors 3 and up are arranged as systemd arranges them (pytest's own are in use here)."""
+"""`workers.supervise.systemd.listen_sockets` and `Listeners(inherited=...)`, in a fresh interpreter
+whose descriptors 3 and up are arranged as systemd arranges them (pytest's own are in use here)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ pytestmark = pytest.mark.timeout(60)
 PRELUDE = textwrap.dedent(
     """
     import json, os, socket, sys
-    from workers.listeners import Listeners
-    from workers.sockets import BindError
-    from workers.systemd import listen_sockets
+    from workers.supervise.listeners import Listeners
+    from workers.supervise.sockets import BindError
+    from workers.supervise.systemd import listen_sockets
 
     keep = []  # a socket object closed by the GC would close the descriptor it was given
 

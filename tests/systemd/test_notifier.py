@@ -1,5 +1,5 @@
-"""`workers.systemd.Notifier` on its own: what it sends for each state of the master, when it
-retries, how it counts requests, and how it reads (and consumes) its environment."""
+"""`workers.supervise.systemd.Notifier` on its own: what it sends for each state of the
+master, when it retries, how it counts requests, and how it reads (and consumes) its environment."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import time
 import pytest
 from systemd_support import NotifyListener
 
-from workers.heartbeat import HeartbeatTable
-from workers.roster import Roster, WorkerProc
-from workers.systemd import Notifier
+from workers.supervise.heartbeat import HeartbeatTable
+from workers.supervise.roster import Roster, WorkerProc
+from workers.supervise.systemd import Notifier
 
 
 @pytest.fixture

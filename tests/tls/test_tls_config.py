@@ -22,7 +22,7 @@ from tls_support import (
     wait_serving,
 )
 
-from socketify.tls import TlsError, TlsOptions
+from socketify.core.tls_options import TlsError, TlsOptions
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 
 from socketify import Request, Response, Server
-from socketify.tls import TlsOptions
+from socketify.core.tls_options import TlsOptions
 
 SNI_HOST = "sni.example.test"  # the same name as pki.SNI_HOST (this module runs in the server)
 SHORT = {"header_timeout": 1.0, "body_timeout": 1.0, "idle_timeout": 2.0, "graceful_timeout": 3.0}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from socketify import Request, Response, Server
-from socketify.pulse.channel import Channel
+from socketify.realtime.pulse.channel import Channel
 
 server = Server(idle_timeout=2.0, graceful_timeout=3.0)
 

@@ -21,7 +21,7 @@ from gevent.monkey import get_original
 from gevent.pool import Pool
 from gevent.server import StreamServer
 
-from workers.context import WorkerContext
+from workers.supervise.context import WorkerContext
 
 VERSION_FILE = os.environ.get("FAKE_APP_VERSION_FILE", "")
 VERSION = open(VERSION_FILE).read().strip() if VERSION_FILE else "v0"  # noqa: SIM115

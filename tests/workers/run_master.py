@@ -13,8 +13,8 @@ import logging
 import os
 import sys
 
-from workers.context import WorkerContext
-from workers.master import BootError, Master, MasterConfig
+from workers.supervise.context import WorkerContext
+from workers.supervise.master import BootError, Master, MasterConfig
 
 
 def target(ctx: WorkerContext) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from workers_harness import needs_ipv6
 
-from workers.listeners import Listeners
-from workers.sockets import (
+from workers.supervise.listeners import Listeners
+from workers.supervise.sockets import (
     BindError,
     TcpAddress,
     UnixAddress,

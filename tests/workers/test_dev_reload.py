@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from workers_harness import Launcher, wait_for
 
-from workers.reloader import MtimeWatcher
+from workers.supervise.reloader import MtimeWatcher
 
 
 def touch(path: Path, content: str, bump: int) -> None:

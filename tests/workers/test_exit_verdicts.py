@@ -1,12 +1,12 @@
-"""`workers.exits.judge_exit`: what the master makes of a worker's exit, case by case."""
+"""`workers.supervise.exits.judge_exit`: what the master makes of a worker's exit, case by case."""
 
 from __future__ import annotations
 
 import pytest
 
-from workers.exits import BOOT_MESSAGE, Outcome, judge_exit
-from workers.roster import WorkerProc
-from workers.worker import BOOT_FAILED
+from workers.supervise.exits import BOOT_MESSAGE, Outcome, judge_exit
+from workers.supervise.roster import WorkerProc
+from workers.supervise.worker import BOOT_FAILED
 
 SIGKILL = -9
 

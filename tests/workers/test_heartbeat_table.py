@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from workers.heartbeat import HeartbeatTable
+from workers.supervise.heartbeat import HeartbeatTable
 
 pytestmark = pytest.mark.timeout(10)
 

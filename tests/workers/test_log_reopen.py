@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from workers_harness import Launcher, wait_for
 
-from workers.logfiles import file_handlers, reopen_log_files
+from workers.supervise.logfiles import file_handlers, reopen_log_files
 
 
 @pytest.fixture

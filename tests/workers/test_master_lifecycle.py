@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from workers_harness import Launcher, Response, http_get, is_alive, needs_ipv6, wait_for
 
-from workers.context import WorkerContext
-from workers.master import Master, MasterConfig
-from workers.sockets import BindError
+from workers.supervise.context import WorkerContext
+from workers.supervise.master import Master, MasterConfig
+from workers.supervise.sockets import BindError
 
 
 @pytest.mark.timeout(20)

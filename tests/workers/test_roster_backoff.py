@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workers.roster import Backoff, Roster, WorkerProc
+from workers.supervise.roster import Backoff, Roster, WorkerProc
 
 pytestmark = pytest.mark.timeout(5)
 

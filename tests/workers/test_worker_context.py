@@ -7,8 +7,8 @@ import os
 import gevent
 import pytest
 
-from workers.context import WorkerContext
-from workers.heartbeat import HeartbeatTable
+from workers.supervise.context import WorkerContext
+from workers.supervise.heartbeat import HeartbeatTable
 
 pytestmark = pytest.mark.timeout(10)
 

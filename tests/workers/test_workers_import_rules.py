@@ -22,7 +22,7 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_master_imports_no_gevent_asyncio_or_concurrent() -> None:
     result = run_python(
-        "import workers.master, sys; "
+        "import workers.supervise.master, sys; "
         "bad = sorted(m for m in sys.modules "
         "if m.split('.')[0] in {'gevent', 'asyncio', 'concurrent'}); "
         "assert not bad, bad"

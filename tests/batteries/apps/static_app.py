@@ -10,7 +10,7 @@ import hashlib
 import os
 
 from socketify import Request, Response, Server, cors, static_files
-from socketify.body import BodyLimits
+from socketify.core.body import BodyLimits
 
 ROOT = os.environ.get("SOCKETIFY_TEST_STATIC_ROOT", os.getcwd())
 

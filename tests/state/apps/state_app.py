@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import os
 
-from socketify import Server, sessions
-from socketify.cache import TtlCache
+from socketify import Server
 from socketify.middleware.ratelimit import middleware as ratelimit
-from socketify.shared_bus import default_bus
-from socketify.shared_store import SharedStore
+from socketify.state import sessions
+from socketify.state.cache import TtlCache
+from socketify.state.shared_bus import default_bus
+from socketify.state.shared_store import SharedStore
 
 server = Server()
 cache = TtlCache(default_ttl=60, shared=True)
@@ -93,6 +94,6 @@ def bus_received(req, res):
 
 @server.get("/store-kind")
 def store_kind(req, res):
-    import workers.state
+    import workers.shared.state
 
-    res.json({"pid": os.getpid(), "kind": type(workers.state.client()).__name__})
+    res.json({"pid": os.getpid(), "kind": type(workers.shared.state.client()).__name__})

@@ -1,0 +1,490 @@
+"""`Response`: what a handler builds, and how it becomes bytes (SPEC §1.6, §1.2, DESIGN §4).
+
+Theory of operation. Handlers and middleware only record: status, headers, cookies and one
+body kind — buffered bytes, a file range (for sendfile), an iterable stream (chunked), or an
+`upgrade` callable that takes the socket over (SSE, Pulse). Nothing is written until the whole
+chain has returned, so middleware can still add headers after `next()`. The connection then
+calls `to_bytes()` (buffered) or `head_bytes()` and sends the body itself; both live in
+`socketify.core.response_wire`.
+
+Everything a client could use to split a response is refused when it is set, not when it is
+written: CR, LF or NUL in a header name or value, bad cookie names, unsafe redirect targets.
+Headers we own (Date, Server, Content-Length, Transfer-Encoding, Connection) cannot be
+duplicated: Date/Server replace ours, the framing headers are ours alone.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import os
+import stat
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import orjson
+
+from socketify.core.cookies import build_set_cookie, expired_cookie
+from socketify.core.headers import Headers, content_disposition
+from socketify.core.mime import guess_type
+from socketify.core.response_headers import (
+    CHECKED_NAMES,
+    FRAMING,
+    KEPT_APART,
+    REPLACED,
+    HeaderLine,
+    check_name,
+    header_line,
+)
+from socketify.core.response_wire import buffered_bytes, head_bytes
+from socketify.protocol.http11.serializer import check_header_value
+from socketify.protocol.http11.status import NO_BODY_STATUSES, reason
+
+if TYPE_CHECKING:
+    from socketify.core.request import Request
+
+__all__ = ["HeaderLine", "Response", "header_line"]
+
+TEXT_PLAIN = "text/plain; charset=utf-8"
+TEXT_HTML = "text/html; charset=utf-8"
+APPLICATION_JSON = "application/json; charset=utf-8"
+
+# Headers that describe the old body; an error page must not inherit them.
+_ENTITY = frozenset({"content-disposition", "content-encoding", "content-range"})
+_HTML_START = (b"<!doctype", b"<html")
+
+
+class Response:
+    """The answer being built for one request; serialized after the chain returns."""
+
+    __slots__ = (
+        "_body",
+        "_chunks",
+        "_content_type",
+        "_cookies",
+        "_ended",
+        "_head_only",
+        "_headers",
+        "_http10",
+        "_own",
+        "_status",
+        "close_connection",
+        "file_length",
+        "file_offset",
+        "file_path",
+        "stream_iter",
+        "upgrade",
+    )
+
+    def __init__(self, request: Request | None = None) -> None:
+        self._status = 0
+        self._headers: list[HeaderLine] | None = None  # (lower, name, value, wire line)
+        self._content_type: str | None = None
+        self._cookies: list[str] | None = None
+        self._body = b""
+        self._chunks: list[bytes] | None = None
+        self._ended = False
+        self._own: dict[str, str] | None = None  # user Date, Server, Connection
+        self.close_connection = False
+        self.file_path: str | None = None
+        self.file_offset = 0
+        self.file_length = 0
+        self.stream_iter: Iterable[bytes | str] | None = None
+        self.upgrade: Callable[[Any], Any] | None = None
+        if request is None:
+            self._head_only = self._http10 = False
+        else:
+            self._head_only = request.method == "HEAD"
+            self._http10 = request.head.version == "HTTP/1.0"
+
+    # -- status and headers ---------------------------------------------------------------
+
+    def status(self, code: int) -> Response:
+        """Set the status code (100-999); chains."""
+        if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 999:
+            raise ValueError(f"invalid status code {code!r}")
+        self._status = int(code)
+        return self
+
+    def set_header(self, name: str, value: str) -> Response:
+        """Set header `name` (case-insensitive), replacing earlier values; chains."""
+        # PERF: a name checked once before and a printable-ASCII value need no further checks.
+        lower = CHECKED_NAMES.get(name) or check_name(name)
+        if type(value) is not str or not (value.isascii() and value.isprintable()):
+            value = check_header_value(value)
+        if lower == "content-type":
+            self._content_type = value
+        elif lower in KEPT_APART:
+            self._special(lower, value)
+        else:
+            self.put_line((lower, name, value, f"{name}: {value}\r\n"))
+        return self
+
+    def put_line(self, line: HeaderLine) -> None:
+        """Set a header from a checked `HeaderLine`, replacing earlier values of its name.
+
+        PERF: for middleware that sets a header on every request: `header_line()` checks and
+        renders a constant header once; a value the caller knows is a valid field value
+        (digits, an id it generated) may be put in a line it builds itself.
+        """
+        headers = self._headers
+        if headers is None:
+            self._headers = [line]
+            return
+        lower = line[0]
+        for header in headers:
+            if header[0] == lower:
+                headers[:] = [h for h in headers if h[0] != lower]
+                break
+        headers.append(line)
+
+    def add_line(self, line: HeaderLine) -> None:
+        """Add a header from a checked `HeaderLine` as one more line (e.g. a Set-Cookie)."""
+        if self._headers is None:
+            self._headers = [line]
+        else:
+            self._headers.append(line)
+
+    def add_header(self, name: str, value: str) -> Response:
+        """Add one more value for header `name` (sent as its own line); chains."""
+        lower = CHECKED_NAMES.get(name) or check_name(name)
+        if type(value) is not str or not (value.isascii() and value.isprintable()):
+            value = check_header_value(value)
+        if lower == "content-type":
+            self._content_type = value
+        elif lower in KEPT_APART:
+            self._special(lower, value)
+        else:
+            self.add_line((lower, name, value, f"{name}: {value}\r\n"))
+        return self
+
+    def _special(self, lower: str, value: str) -> bool:
+        """Handle the headers we serialize ourselves; True if `lower` was one of them."""
+        if lower in FRAMING:
+            return True  # framing is ours: a wrong value would desynchronise the client
+        if lower not in REPLACED:
+            return False
+        if self._own is None:
+            self._own = {}
+        self._own[lower] = value
+        if lower == "connection" and "close" in (t.strip().lower() for t in value.split(",")):
+            self.close_connection = True
+        return True
+
+    def get_header(self, name: str, default: str | None = None) -> str | None:
+        """Return the value of header `name` (repeats joined with ", "), or `default`."""
+        lower = name.lower()
+        if lower == "content-type":
+            value = self._content_type
+        elif lower in REPLACED:
+            value = (self._own or {}).get(lower)
+        else:
+            found = [h[2] for h in self._headers or () if h[0] == lower]
+            value = ", ".join(found) if found else None
+        return default if value is None else value
+
+    def remove_header(self, name: str) -> Response:
+        """Remove every value of header `name`; chains."""
+        lower = name.lower()
+        if lower == "content-type":
+            self._content_type = None
+        elif lower in REPLACED:
+            (self._own or {}).pop(lower, None)
+            if lower == "connection":
+                self.close_connection = False
+        elif self._headers:
+            self._headers[:] = [h for h in self._headers if h[0] != lower]
+        return self
+
+    # -- buffered bodies ------------------------------------------------------------------
+
+    def send(self, body: str | bytes = b"", content_type: str | None = None) -> bool:
+        """Send `body` and end; Content-Type is `content_type` (or sniffed) unless already set.
+
+        Returns False, changing nothing, if the response had already ended.
+        """
+        if self._ended:
+            return False
+        if type(body) is bytes:
+            data = body
+        else:
+            data = body.encode() if type(body) is str else _as_bytes(body)
+        if self._chunks:
+            data = b"".join(self._chunks) + data
+            self._chunks = None
+        if self._content_type is None:
+            if content_type is not None:
+                self._content_type = check_header_value(content_type)
+            elif data:
+                self._content_type = _sniff(data)
+        self._body = data
+        self._ended = True
+        return True
+
+    def html(self, body: str | bytes) -> bool:
+        """Send an HTML body (`text/html; charset=utf-8` unless a type is set)."""
+        return self.send(body, TEXT_HTML)
+
+    def json(self, obj: Any) -> bool:
+        """Send `obj` as compact JSON; always `application/json; charset=utf-8`."""
+        if self._ended:
+            return False
+        self._content_type = APPLICATION_JSON
+        return self.send(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS))
+
+    def json_error(self, status: int, message: str) -> bool:
+        """Send `{"error": message}` with `status`."""
+        return self.status(status).json({"error": message})
+
+    def send_status(self, code: int) -> bool:
+        """Send `code` with the body `<Reason>\\n` (no body for 1xx, 204 and 304)."""
+        if self._ended:
+            return False
+        self.status(code)
+        if code in NO_BODY_STATUSES:
+            return self.send(b"")
+        return self.send(reason(code) + "\n", TEXT_PLAIN)
+
+    def write(self, chunk: str | bytes) -> bool:
+        """Append to the buffered body; False once ended."""
+        if self._ended:
+            return False
+        data = chunk.encode() if type(chunk) is str else _as_bytes(chunk)
+        if self._chunks is None:
+            self._chunks = [data]
+        else:
+            self._chunks.append(data)
+        return True
+
+    def end(self, chunk: str | bytes | None = None) -> bool:
+        """Finish the response with what was written (plus `chunk`); False if already ended."""
+        if self._ended:
+            return False
+        return self.send(b"" if chunk is None else chunk)
+
+    def redirect(self, url: str, code: int = 302) -> bool:
+        """Redirect to `url` (CR/LF/NUL refused; non-ASCII percent-encoded; body escaped)."""
+        if self._ended:
+            return False
+        if "\r" in url or "\n" in url or "\x00" in url:
+            raise ValueError("redirect URL must not contain CR, LF or NUL")
+        location = quote(url, safe="!#$%&'()*+,/:;=?@[]~")
+        self.status(code).set_header("Location", location)
+        shown = html.escape(location)
+        self._content_type = TEXT_HTML
+        return self.send(
+            "<!DOCTYPE html><html><head><title>Redirect</title></head>"
+            f'<body>Redirecting to <a href="{shown}">{shown}</a></body></html>\n'
+        )
+
+    # -- other body kinds -----------------------------------------------------------------
+
+    def send_file(
+        self,
+        path: str | os.PathLike[str],
+        download: bool = False,
+        name: str | None = None,
+        *,
+        offset: int = 0,
+        length: int | None = None,
+    ) -> bool:
+        """Send a regular file (or a byte range of it) with sendfile; False if unusable.
+
+        Content-Type comes from the extension unless set; `download` adds a
+        Content-Disposition naming `name` or the file's base name.
+        """
+        if self._ended:
+            return False
+        fspath = os.fspath(path)
+        try:
+            info = os.stat(fspath)
+        except (OSError, ValueError):
+            return False
+        if not stat.S_ISREG(info.st_mode) or not os.access(fspath, os.R_OK):
+            return False
+        size = info.st_size
+        if length is None:
+            length = size - offset
+        if offset < 0 or length < 0 or offset + length > size:
+            return False
+        if download:
+            disposition = content_disposition(name or os.path.basename(fspath))
+            self.set_header("Content-Disposition", disposition)
+        if self._content_type is None:
+            self._content_type = guess_type(fspath)
+        self.file_path = fspath
+        self.file_offset = offset
+        self.file_length = length
+        self._chunks = None
+        self._ended = True
+        return True
+
+    def stream(self, iterable: Iterable[bytes | str]) -> bool:
+        """Send `iterable` chunk by chunk (chunked encoding, flushed as produced)."""
+        if self._ended:
+            return False
+        if self._chunks:  # what was written before goes first
+            iterable = itertools.chain(self._chunks, iterable)
+            self._chunks = None
+        self.stream_iter = iterable
+        self._ended = True
+        return True
+
+    def iter_stream(self) -> Iterator[bytes]:
+        """Yield the stream's chunks as non-empty bytes (an empty one would end chunking)."""
+        for item in self.stream_iter or ():
+            data = item.encode() if isinstance(item, str) else bytes(item)
+            if data:
+                yield data
+
+    # -- cookies --------------------------------------------------------------------------
+
+    def set_cookie(
+        self,
+        name: str,
+        value: str,
+        max_age: int | timedelta | None = None,
+        expires: datetime | float | None = None,
+        path: str | None = "/",
+        domain: str | None = None,
+        secure: bool = False,
+        http_only: bool = False,
+        same_site: str | None = None,
+    ) -> Response:
+        """Queue one Set-Cookie line; invalid names or unsafe characters raise ValueError."""
+        line = build_set_cookie(
+            name, value, max_age=max_age, expires=expires, path=path, domain=domain,
+            secure=secure, http_only=http_only, same_site=same_site,
+        )  # fmt: skip
+        return self._add_cookie(line)
+
+    def clear_cookie(
+        self, name: str, path: str | None = "/", domain: str | None = None
+    ) -> Response:
+        """Queue a Set-Cookie line that deletes cookie `name`."""
+        return self._add_cookie(expired_cookie(name, path, domain))
+
+    def _add_cookie(self, line: str) -> Response:
+        check_header_value(line)  # also proves the line encodes to latin-1
+        if self._cookies is None:
+            self._cookies = [line]
+        else:
+            self._cookies.append(line)
+        return self
+
+    # -- introspection --------------------------------------------------------------------
+
+    @property
+    def ended(self) -> bool:
+        """True once a body was chosen (send, json, end, send_file, stream...)."""
+        return self._ended
+
+    @property
+    def status_code(self) -> int:
+        """The status (200 when none was set)."""
+        return self._status or 200
+
+    @property
+    def content_type(self) -> str | None:
+        """The Content-Type set so far, or None."""
+        return self._content_type
+
+    @property
+    def headers(self) -> Headers:
+        """A read-only snapshot of the headers set so far (cookies excluded)."""
+        items = [(h[1], h[2]) for h in self._headers or ()]
+        items += (self._own or {}).items()
+        if self._content_type is not None:
+            items.append(("Content-Type", self._content_type))
+        return Headers(items, readonly=True)
+
+    @property
+    def cookies(self) -> list[str]:
+        """The queued Set-Cookie values, in order."""
+        return list(self._cookies or ())
+
+    @property
+    def kind(self) -> str:
+        """The body kind: "buffered", "file", "stream" or "upgrade"."""
+        if self.upgrade is not None:
+            return "upgrade"
+        if self.stream_iter is not None:
+            return "stream"
+        if self.file_path is not None:
+            return "file"
+        return "buffered"
+
+    @property
+    def body(self) -> bytes:
+        """The buffered body (what was sent or written so far)."""
+        if self._chunks:
+            return self._body + b"".join(self._chunks)
+        return self._body
+
+    @property
+    def head_only(self) -> bool:
+        """True when answering HEAD: same headers as GET, no body on the wire."""
+        return self._head_only
+
+    @property
+    def sends_body(self) -> bool:
+        """False for HEAD and for 1xx/204/304 answers: the head is the whole response."""
+        return not self._head_only and self._status not in NO_BODY_STATUSES
+
+    @property
+    def chunked(self) -> bool:
+        """True when the connection must chunk-encode `iter_stream()` (not on HTTP/1.0)."""
+        return self.stream_iter is not None and self.upgrade is None and not self._http10
+
+    def replace_body(self, data: bytes) -> None:
+        """Swap the buffered body (e.g. for its compressed form) keeping the headers."""
+        self._chunks = None
+        self._body = data
+
+    # -- serialization (called by the connection once the chain returned) ----------------
+
+    def head_bytes(self, keep_alive: bool = True) -> bytes:
+        """The status line and header block, ending with the blank line."""
+        return head_bytes(self, keep_alive)
+
+    def to_bytes(self, keep_alive: bool = True) -> bytes:
+        """Head plus body for a buffered response (head only for HEAD, 1xx, 204, 304).
+
+        For the file, stream and upgrade kinds this is the head alone: the connection sends
+        the file range, the chunks or hands the socket to `upgrade` itself.
+        """
+        return buffered_bytes(self, keep_alive)
+
+    # -- error handling support for Server.handle -----------------------------------------
+
+    def reset_for_error(self) -> None:
+        """Drop the body, status and entity headers, keeping other headers and cookies."""
+        self._status = 0
+        self._body = b""
+        self._chunks = None
+        self._ended = False
+        self._content_type = None
+        self.file_path = None
+        self.stream_iter = None
+        self.upgrade = None
+        if self._headers:
+            self._headers[:] = [h for h in self._headers if h[0] not in _ENTITY]
+
+    def __repr__(self) -> str:
+        return f"<Response {self.status_code} {self.kind}{' ended' if self._ended else ''}>"
+
+
+def _as_bytes(body: object) -> bytes:
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, bytearray | memoryview):
+        return bytes(body)
+    raise TypeError(f"body must be str or bytes, not {type(body).__name__}")
+
+
+def _sniff(data: bytes) -> str:
+    """SPEC §1.2: an HTML-looking body is text/html, anything else text/plain."""
+    start = data[:64].lstrip().lower()
+    return TEXT_HTML if start.startswith(_HTML_START) else TEXT_PLAIN

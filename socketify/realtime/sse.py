@@ -1,0 +1,295 @@
+"""Server-Sent Events (SPEC §1.12, DESIGN §4): `stream = sse.upgrade(req, res)` and `sse.Hub`.
+
+Theory of operation. `upgrade` answers 200 `text/event-stream` with `Connection: close` (the
+body ends when the connection does, so no chunking and HTTP/1.0 works too) and hands the
+socket to the stream once the handler chain has returned. Events sent before that are queued
+and written right after the headers. Afterwards the connection greenlet only reads, discarding
+what the client sends, so a peer that goes away is noticed at once, not at the next write;
+writes come from any greenlet through `Outbound` and never interleave.
+
+`Hub` rooms span workers: a broadcast encodes the event once and publishes the bytes once on
+the cross-worker bus; each worker writes them to its own members of the room. `room_size`
+counts every worker's members through the hub's `RoomCensus` (`socketify.realtime.pulse.census`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import re
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import gevent
+
+from socketify.realtime.pulse import bus_parts
+from socketify.realtime.pulse.census import RoomCensus
+from socketify.server.upgraded import Outbound, read_some, shutdown
+from socketify.state.shared_bus import default_bus
+
+if TYPE_CHECKING:
+    from socketify.core.request import Request
+    from socketify.core.response import Response
+    from socketify.server.connection import Connection
+
+__all__ = ["EventStream", "Hub", "encode_event", "upgrade"]
+
+log = logging.getLogger("socketify.error")
+
+# The event-stream grammar ends a line at CRLF, LF or CR; a data line holding any of them
+# would end early, so each becomes its own `data:` line.
+_LINES = re.compile(r"\r\n|\r|\n")
+_FLUSH_ON_CLOSE = 5.0  # seconds close() waits for the backlog before dropping it
+_ids = itertools.count(1)
+
+
+def _field(name: str, value: str) -> str:
+    # Field values of one line only: a newline in an event name or id would forge fields.
+    return f"{name}: {_LINES.sub(' ', value)}\n"
+
+
+def encode_event(
+    data: str | bytes = "", event: str | None = None, id: str | int | None = None
+) -> bytes:
+    """The wire form of one event: `id:`, `event:`, one `data:` line per line, a blank line."""
+    if isinstance(data, bytes):
+        data = data.decode("utf-8")
+    head = ""
+    if id is not None:
+        head += _field("id", str(id))
+    if event:
+        head += _field("event", event)
+    body = "".join([f"data: {line}\n" for line in _LINES.split(data)])
+    return (head + body + "\n").encode("utf-8")
+
+
+class EventStream:
+    """One SSE connection; any greenlet of the worker may send. Sends return False once dead."""
+
+    __slots__ = (
+        "_closing",
+        "_on_close",
+        "_out",
+        "_queued",
+        "_reader",
+        "alive",
+        "heartbeat",
+        "id",
+        "last_event_id",
+    )
+
+    def __init__(self, last_event_id: str | None, heartbeat: float | None) -> None:
+        self.id = f"{os.getpid()}-{next(_ids)}"
+        self.last_event_id = last_event_id
+        self.heartbeat = heartbeat
+        self.alive = True
+        self._closing = False
+        self._queued: list[bytes] | None = []  # None once the connection took over
+        self._out: Outbound | None = None
+        self._reader: Connection | None = None
+        self._on_close: list[Callable[[EventStream], Any]] = []
+
+    # -- sending ----------------------------------------------------------------------------
+
+    def send(self, data: str | bytes) -> bool:
+        """Send an unnamed event (`message` in the browser)."""
+        return self.write(encode_event(data))
+
+    def send_event(self, event: str | None, data: str | bytes, id: str | int | None = None) -> bool:
+        """Send a named event with an optional id (the browser's lastEventId)."""
+        return self.write(encode_event(data, event, id))
+
+    def comment(self, text: str = "") -> bool:
+        """Send a comment line, ignored by clients; keeps proxies from timing out."""
+        return self.write(f": {_LINES.sub(' ', text)}\n\n".encode())
+
+    def retry(self, ms: int) -> bool:
+        """Tell the client how long to wait before reconnecting."""
+        return self.write(f"retry: {int(ms)}\n\n".encode())
+
+    def write(self, data: bytes) -> bool:
+        """Write pre-encoded event bytes (what `encode_event` returns)."""
+        if not self.alive or self._closing:
+            return False
+        if self._queued is not None:
+            self._queued.append(data)
+            return True
+        assert self._out is not None
+        if not self._out.send(data):
+            self._gone()
+            return False
+        return True
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes sent but not yet taken by the kernel (a slow reader's backlog)."""
+        return self._out.pending if self._out is not None else 0
+
+    def on_close(self, fn: Callable[[EventStream], Any]) -> None:
+        """Call `fn(stream)` once when the connection ends (hubs use it to drop members)."""
+        if self.alive:
+            self._on_close.append(fn)
+        else:
+            fn(self)
+
+    def close(self) -> None:
+        """Flush what was sent, then close the connection."""
+        if self._closing or not self.alive:
+            return
+        self._closing = True
+        out, conn = self._out, self._reader
+        if out is None or conn is None:
+            return  # still in the handler: the connection closes after flushing the queue
+        if not out.wait_flushed(_FLUSH_ON_CLOSE):
+            log.debug("SSE stream %s closed with a backlog", self.id)
+        shutdown(conn)  # the reading greenlet wakes with EOF and ends the connection
+
+    # -- the connection's side ----------------------------------------------------------------
+
+    def _run(self, conn: Connection) -> None:
+        """`res.upgrade`: runs in the connection greenlet until the stream ends."""
+        out = self._out = Outbound(conn)
+        self._reader = conn
+        queued, self._queued = self._queued or [], None
+        if queued and not out.send(b"".join(queued)):
+            self._gone()
+            return
+        beat = gevent.spawn(self._beat) if self.heartbeat else None
+        try:
+            if self._closing:
+                out.wait_flushed(_FLUSH_ON_CLOSE)
+                return
+            while read_some(conn):
+                pass  # SPEC §1.12: client bytes on an SSE socket are discarded
+        finally:
+            if beat is not None:
+                beat.kill(block=False)
+            out.abort()
+            self._gone()
+
+    def _beat(self) -> None:
+        assert self.heartbeat is not None
+        while self.alive:
+            gevent.sleep(self.heartbeat)
+            if not self.comment("heartbeat"):
+                return
+
+    def _gone(self) -> None:
+        if not self.alive:
+            return
+        self.alive = False
+        callbacks, self._on_close = self._on_close, []
+        for fn in callbacks:
+            try:
+                fn(self)
+            except Exception:
+                log.exception("SSE on_close callback failed")
+
+
+def upgrade(req: Request, res: Response, heartbeat: float | None = None) -> EventStream:
+    """Turn this response into an event stream; `heartbeat` sends a comment every N seconds."""
+    res.status(200)
+    res.set_header("Content-Type", "text/event-stream; charset=utf-8")
+    res.set_header("Cache-Control", "no-cache")
+    res.set_header("X-Accel-Buffering", "no")
+    last = req.header("Last-Event-ID") or None
+    stream = EventStream(last, heartbeat)
+    if res.head_only:
+        # HEAD: the same headers, no body, and no stream to keep open.
+        stream.alive = False
+        res.upgrade = _headers_only
+    else:
+        res.upgrade = stream._run
+    return stream
+
+
+def _headers_only(conn: Connection) -> None:
+    """The upgrade of a HEAD request: the head is written; close at once."""
+
+
+class Hub:
+    """SSE rooms whose broadcasts reach the members on every worker (through the bus)."""
+
+    def __init__(self, name: str = "sse", bus: Any = None) -> None:
+        self.name = name
+        self._bus = bus
+        self._rooms: dict[str, dict[str, EventStream]] = {}
+        self._subscriptions: dict[str, Any] = {}
+        self.census = RoomCensus(f"{name}#census", self.bus)
+        self._parts = bus_parts.PartJoiner()  # events too big for one bus message
+        from workers.shared.bus import bus as worker_bus
+
+        if worker_bus() is not None:
+            self.census.start()  # hear the other workers' counts before the first room_size
+
+    def _channel(self, room: str) -> str:
+        return f"{self.name}:{room}"
+
+    def bus(self) -> Any:
+        """The bus this hub publishes on (the process's default bus unless given one)."""
+        # The default bus is resolved per process: a hub built before a fork (`--preload`)
+        # must not keep publishing on its parent's bus.
+        return self._bus if self._bus is not None else default_bus()
+
+    def join(self, room: str, stream: EventStream) -> bool:
+        """Add `stream` to `room`; False if it is dead or already a member."""
+        if not stream.alive:
+            return False
+        members = self._rooms.get(room)
+        if members is None:
+            members = self._rooms[room] = {}
+            self._subscriptions[room] = self.bus().subscribe(
+                self._channel(room), partial(self._deliver, room)
+            )
+        if stream.id in members:
+            return False
+        members[stream.id] = stream
+        stream.on_close(lambda s: self.leave(room, s))
+        self.census.update(room, len(members))
+        return True
+
+    def leave(self, room: str, stream: EventStream) -> None:
+        """Remove `stream` from `room`; the worker unsubscribes when its last member leaves."""
+        members = self._rooms.get(room)
+        if members is None or members.pop(stream.id, None) is None:
+            return
+        self.census.update(room, len(members))
+        if not members:
+            del self._rooms[room]
+            handle = self._subscriptions.pop(room, None)
+            if handle is not None:
+                handle.cancel()
+
+    def room_size(self, room: str) -> int:
+        """Members of `room` on every worker (and host); `local_size` for this worker only."""
+        return self.census.total(room)
+
+    def local_size(self, room: str) -> int:
+        """Members of `room` connected to this worker."""
+        return len(self._rooms.get(room, ()))
+
+    def members(self, room: str) -> list[EventStream]:
+        """A snapshot of this worker's members of `room`."""
+        return list(self._rooms.get(room, {}).values())
+
+    def broadcast(
+        self,
+        room: str,
+        data: str | bytes,
+        event: str | None = None,
+        id: str | int | None = None,
+    ) -> None:
+        """Send one event to every member of `room` on every worker."""
+        # An encoded event starts with a field name, never with the byte that marks a part.
+        bus_parts.publish(self.bus(), self._channel(room), encode_event(data, event, id))
+
+    def _deliver(self, room: str, payload: bytes) -> None:
+        if payload[0] == bus_parts.PART_MARK:
+            whole = self._parts.add(payload)
+            if whole is None:
+                return
+            payload = whole
+        for stream in list(self._rooms.get(room, {}).values()):
+            stream.write(payload)  # a dead member leaves through its on_close callback

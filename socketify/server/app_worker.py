@@ -1,0 +1,142 @@
+"""What each worker process runs: load the app, serve it, drain on stop.
+
+Imported by the master (it names `serve_app` as the workers' target), so gevent and the
+serving modules are imported inside the function, in the worker, after monkey-patching.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from socketify.core.app import Server
+    from socketify.core.tls_options import TlsOptions
+    from socketify.server.schemes import BindPlan
+    from workers.supervise.context import WorkerContext
+
+
+class AppLoadError(Exception):
+    """The APP argument does not name a Server."""
+
+
+def load_app(spec: str) -> Server:
+    """Import `module:attribute` (attribute defaults to `server`) and return the Server."""
+    from socketify.core.app import Server
+
+    module_name, _, attribute = spec.partition(":")
+    attribute = attribute or "server"
+    if not module_name:
+        raise AppLoadError(f"invalid app {spec!r}: expected module:attribute")
+    if "" not in sys.path and "." not in sys.path:
+        sys.path.insert(0, "")  # like `python -m`: the working directory is importable
+    module = importlib.import_module(module_name)
+    app: Any = module
+    for part in attribute.split("."):
+        try:
+            app = getattr(app, part)
+        except AttributeError:
+            raise AppLoadError(f"module {module_name!r} has no attribute {attribute!r}") from None
+    if callable(app) and not isinstance(app, Server):
+        app = app()  # an app factory
+    if not isinstance(app, Server):
+        raise AppLoadError(f"{spec} is a {type(app).__name__}, not a socketify Server")
+    return app
+
+
+PROBE_LOAD_ERROR = 4  # exit status of `probe_app` for an APP that names no Server
+_PROBED = (
+    "workers",
+    "timeout",
+    "graceful_timeout",
+    "max_requests",
+    "max_requests_jitter",
+    "backlog",
+)
+
+
+def probe_app(spec: str) -> None:
+    """Entry point run in a throwaway interpreter: print the app's master-side settings.
+
+    The master must not import the app itself (forked workers would inherit the module and
+    a HUP could not load new code), yet it needs the Server's own options (workers,
+    timeouts, backlog). Prints them as JSON; a bad APP exits PROBE_LOAD_ERROR with one line.
+    """
+    import json
+
+    from socketify.core.tls_options import TlsError
+
+    module = spec.partition(":")[0]
+    try:
+        app = load_app(spec)
+        if app.settings.tls is not None:
+            app.settings.tls.build_context()
+    except ModuleNotFoundError as exc:
+        if not exc.name or not (module == exc.name or module.startswith(exc.name + ".")):
+            raise  # a module the app imports is missing: the traceback says where
+        print(json.dumps({"error": str(exc)}))
+        raise SystemExit(PROBE_LOAD_ERROR) from None
+    except (AppLoadError, TlsError) as exc:
+        print(json.dumps({"error": str(exc)}))
+        raise SystemExit(PROBE_LOAD_ERROR) from None
+    settings = {name: getattr(app.settings, name) for name in _PROBED}
+    settings["tls"] = app.settings.tls is not None
+    print(json.dumps(settings))
+
+
+def add_access_log(app: Server, log_format: str) -> None:
+    """Log every request of `app` to `socketify.access` (the `--access-log-format` flag)."""
+    from socketify import logging as access_logging
+
+    app.use(
+        access_logging.middleware(format=log_format, trust_proxy=app.settings.trust_proxy),
+        first=True,
+    )
+
+
+class ServeApp:
+    """The workers' target: `ServeApp(app_or_spec)(ctx)` serves until the master stops us.
+
+    `tls` (TlsOptions from the command line) overrides the app's own `tls` setting; `plan`
+    says which binds serve plain HTTP beside it (`--bind http://...`, see server.schemes);
+    `access_log_format` ("dev", "common" or "json") logs every request from the command line.
+    """
+
+    def __init__(
+        self,
+        app: Server | str,
+        *,
+        tls: TlsOptions | None = None,
+        plan: BindPlan | None = None,
+        access_log_format: str | None = None,
+    ) -> None:
+        self.app = app
+        self.tls = tls
+        self.plan = plan
+        self.access_log_format = access_log_format
+
+    def __call__(self, ctx: WorkerContext) -> None:
+        import gevent
+
+        from socketify.server.schemes import services_for
+
+        app = load_app(self.app) if isinstance(self.app, str) else self.app
+        if self.access_log_format:
+            add_access_log(app, self.access_log_format)
+        tls = self.tls or app.settings.tls
+        services = services_for(
+            app, ctx.sockets, tls=tls, plan=self.plan, on_request=ctx.request_done
+        )
+        for service in services:
+            service.start()
+            ctx.on_stop(service.stop_accepting)
+        ctx.ready()
+        ctx.wait_stop()
+        # Side by side, so an HTTP and an HTTPS service share one graceful_timeout.
+        gevent.joinall(
+            [
+                gevent.spawn(service.stop, graceful=ctx.graceful, timeout=ctx.graceful_timeout)
+                for service in services
+            ]
+        )
