@@ -6,19 +6,39 @@
     bus.publish("room:lobby", frame_bytes)
 
 Theory of operation. `RedisStore` speaks the same operations as the cross-worker store
-(`socketify.stores.Store` plus `clear_prefix`/`count_prefix`). Each is one Redis command or
-one Lua script, so each is atomic across every host. The token bucket runs in a script on
-Redis's own clock (`TIME`); the caller's `now` is ignored, because hosts' monotonic clocks
-are unrelated. `incr` with a TTL sets the expiry only when it creates the key.
+(`socketify.stores.Store` plus `compare_and_set`, `clear_prefix`, `count_prefix`). Each is one
+Redis command or one Lua script, so each is atomic across every host. The token bucket runs in
+a script on Redis's own clock (`TIME`); the caller's `now` is ignored, because hosts'
+monotonic clocks are unrelated. `incr` with a TTL sets the expiry only when it creates the key.
+
+Bounded keys. With `max_entries=N`, the keys under `bounded_prefix` written with a TTL (`set`,
+`compare_and_set`: sessions) are at most N. A sorted set beside them indexes each by its
+expiry time, updated by the same script as the write: the script drops index entries whose
+keys have expired, then, past N, deletes the soonest-expiring keys (never the one it just
+wrote). The index key, `socketify-bound:<prefix><bounded_prefix>`, is outside the store's
+prefix, and the scripts name keys they did not declare, so this needs a standalone Redis (or
+a cluster slot holding them all).
+
+Outages. Every client made here has a connect timeout (`connect_timeout`, 0.5 s) and a
+command timeout (`timeout`, 1 s) and no retries, so no operation waits longer than that for a
+Redis that stopped answering; the URL's query overrides both
+(`redis://host:6379/0?socket_timeout=2&socket_connect_timeout=1`). Every operation goes
+through the process's `Breaker` for that Redis (`socketify.backends.breaker`): the first
+failure is logged once and raises `socketify.errors.StateUnavailable` (answered 503 with
+`Retry-After`), later calls fail at once while one probe a second checks whether Redis is
+back, and its return is logged once. Scripts are loaded again by redis-py after a restart.
 
 `RedisBus` publishes on one Redis channel per bus channel (under `prefix`) and listens with
 one pattern subscription per process. Redis delivers each message to every subscribed
 process, the publisher's own included, so the publisher does not deliver locally: each
 process sees each message exactly once, in each publisher's order. Messages published while
-a process is disconnected are lost, as with any Redis pub/sub.
+a process is disconnected are lost, as with any Redis pub/sub; so is a message published
+while Redis is unreachable (`publish` never raises for an outage: a Hub broadcast from a
+WebSocket handler must not fail the handler). The listener reconnects and subscribes again
+by itself, once a second, until Redis is back.
 
-Under gevent (every worker) redis-py's sockets are cooperative; the listener is a thread,
-which monkey-patching makes a greenlet. Requires the `redis` extra.
+Under gevent (every worker) redis-py's sockets are cooperative and their timeouts fire; the
+listener is a thread, which monkey-patching makes a greenlet. Requires the `redis` extra.
 """
 
 from __future__ import annotations
@@ -26,16 +46,21 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
+from socketify.backends.breaker import Breaker, breaker_for
+from socketify.errors import StateUnavailable
 from socketify.stores import TakeResult
 
-__all__ = ["RedisBus", "RedisStore"]
+__all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_TIMEOUT", "RedisBus", "RedisStore"]
 
 log = logging.getLogger("socketify.state")
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_CONNECT_TIMEOUT = 0.5  # seconds to open a connection
+DEFAULT_TIMEOUT = 1.0  # seconds to wait for any reply
 
 # KEYS[1] bucket; ARGV capacity, refill per second. Returns {allowed, tokens, wait} as text.
 _TAKE = """
@@ -71,15 +96,88 @@ end
 return redis.call('INCRBY', KEYS[1], ARGV[1])
 """
 
+# A write, maybe conditional, maybe bounded. KEYS[1] the key; KEYS[2] the index of its bounded
+# prefix (absent: not bounded). ARGV[1] value; ARGV[2] ttl in ms ('' for none); ARGV[3] the
+# condition: '' (none), 'absent' or 'equals'; ARGV[4] the expected value; ARGV[5] the capacity.
+# Returns 1 if it wrote, 0 if the condition did not hold.
+_WRITE = """
+local condition = ARGV[3]
+if condition ~= '' then
+  local current = redis.call('GET', KEYS[1])
+  if condition == 'absent' then
+    if current then return 0 end
+  elseif current ~= ARGV[4] then
+    return 0
+  end
+end
+if ARGV[2] == '' then
+  redis.call('SET', KEYS[1], ARGV[1])
+  if KEYS[2] then redis.call('ZREM', KEYS[2], KEYS[1]) end  -- no expiry: no longer bounded
+  return 1
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if not KEYS[2] then return 1 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), KEYS[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)  -- their keys have expired
+local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[5])
+if over > 0 then
+  local evicted = 0
+  for _, victim in ipairs(redis.call('ZRANGE', KEYS[2], 0, over)) do
+    if evicted < over and victim ~= KEYS[1] then
+      redis.call('DEL', victim)
+      redis.call('ZREM', KEYS[2], victim)
+      evicted = evicted + 1
+    end
+  end
+end
+local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[2], last[2])  -- the index goes when its last key does
+return 1
+"""
 
-def _client(url: str) -> Any:
+# KEYS[1] the key, KEYS[2] its index. Returns how many keys it removed (0 or 1).
+_DELETE_BOUNDED = """
+redis.call('ZREM', KEYS[2], KEYS[1])
+return redis.call('DEL', KEYS[1])
+"""
+
+
+def _client(url: str, timeout: float | None, connect_timeout: float | None) -> Any:
     try:
         import redis
     except ImportError:
         raise ImportError(
             "the Redis backend needs the redis package: pip install 'socketify-gevent[redis]'"
         ) from None
-    return redis.Redis.from_url(url)
+    # No `retry`: a pool made from a URL retries nothing unless the URL's query asks.
+    return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=connect_timeout)
+
+
+def _breaker(client: Any) -> Breaker:
+    from redis import exceptions
+
+    outage = (
+        exceptions.ConnectionError,  # refused, reset, loading, authentication, pool exhausted
+        exceptions.TimeoutError,
+        exceptions.ReadOnlyError,  # a replica after a failover
+        exceptions.MasterDownError,
+        OSError,
+    )
+    return breaker_for(_describe(client), outage)
+
+
+def _describe(client: Any) -> str:
+    """`Redis 10.0.0.5:6379/0`: where a client connects (never its password)."""
+    try:
+        kwargs = client.connection_pool.connection_kwargs
+    except AttributeError:
+        return f"Redis {type(client).__name__}@{id(client):x}"
+    db = kwargs.get("db", 0)
+    if kwargs.get("path"):
+        return f"Redis unix:{kwargs['path']}?db={db}"
+    return f"Redis {kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{db}"
 
 
 def _glob_escape(text: str) -> str:
@@ -87,43 +185,86 @@ def _glob_escape(text: str) -> str:
 
 
 class RedisStore:
-    """The store operations on Redis (keys under `prefix`)."""
+    """The store operations on Redis (keys under `prefix`); see the module doc for options."""
 
     def __init__(
-        self, url: str = DEFAULT_URL, *, prefix: str = "socketify:", client: Any = None
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        prefix: str = "socketify:",
+        client: Any = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        connect_timeout: float | None = DEFAULT_CONNECT_TIMEOUT,
+        max_entries: int | None = None,
+        bounded_prefix: str = "",
     ) -> None:
+        if max_entries is not None and max_entries < 1:
+            raise ValueError("max_entries must be at least 1 (or None for no bound)")
         self.url = url
         self.prefix = prefix
-        self.redis = client if client is not None else _client(url)
+        self.redis = client if client is not None else _client(url, timeout, connect_timeout)
+        self.breaker = _breaker(self.redis)
+        self.max_entries = max_entries
+        self.bounded_prefix = bounded_prefix
+        self.index_key = f"socketify-bound:{prefix}{bounded_prefix}"
+        self._call = self.breaker.call
         self._take = self.redis.register_script(_TAKE)
         self._incr = self.redis.register_script(_INCR)
+        self._write = self.redis.register_script(_WRITE)
+        self._delete_bounded = self.redis.register_script(_DELETE_BOUNDED)
 
     def get(self, key: str) -> bytes | None:
         """The value of `key`, or None when absent or expired."""
-        value: bytes | None = self.redis.get(self.prefix + key)
+        value: bytes | None = self._call(self.redis.get, self.prefix + key)
         return value
 
     def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         """Store `value` under `key`; `ttl` seconds until it expires (None: never)."""
         if not isinstance(value, bytes | bytearray | memoryview):
             raise TypeError("store values are bytes; encode them first")
-        self.redis.set(self.prefix + key, bytes(value), px=_ms(ttl))
+        if self.bounds(key):
+            self._write_script(key, value, ttl, "", b"")
+        else:
+            self._call(self.redis.set, self.prefix + key, bytes(value), px=_ms(ttl))
+
+    def compare_and_set(
+        self, key: str, expected: bytes | None, value: bytes, ttl: float | None = None
+    ) -> bool:
+        """Write `value` (with `ttl`) only if `key` holds `expected` (None: only if absent).
+
+        Atomic across every host; returns whether it wrote.
+        """
+        if not isinstance(value, bytes | bytearray | memoryview):
+            raise TypeError("store values are bytes; encode them first")
+        if expected is None:
+            return self._write_script(key, value, ttl, "absent", b"")
+        return self._write_script(key, value, ttl, "equals", bytes(expected))
 
     def delete(self, key: str) -> bool:
         """Remove `key`; True if it existed."""
-        return bool(self.redis.delete(self.prefix + key))
+        if self.bounds(key):
+            removed = self._call(self._delete_bounded, keys=[self.prefix + key, self.index_key])
+        else:
+            removed = self._call(self.redis.delete, self.prefix + key)
+        return bool(removed)
 
     def incr(self, key: str, amount: int = 1, ttl: float | None = None) -> int:
         """Add `amount` atomically and return the result; `ttl` applies on creation only."""
         ms = _ms(ttl)
-        return int(self._incr(keys=[self.prefix + key], args=[amount, "" if ms is None else ms]))
+        return int(
+            self._call(
+                self._incr, keys=[self.prefix + key], args=[amount, "" if ms is None else ms]
+            )
+        )
 
     def take(
         self, key: str, capacity: float, refill_per_second: float, now: float | None = None
     ) -> TakeResult:
         """Token bucket in one script on Redis's clock (`now` is ignored across hosts)."""
-        allowed, text = self._take(
-            keys=[self.prefix + key], args=[repr(float(capacity)), repr(float(refill_per_second))]
+        allowed, text = self._call(
+            self._take,
+            keys=[self.prefix + key],
+            args=[repr(float(capacity)), repr(float(refill_per_second))],
         )
         tokens = float(text)
         if tokens >= 1.0:
@@ -136,28 +277,63 @@ class RedisStore:
 
     def clear_prefix(self, prefix: str) -> int:
         """Remove every key starting with `prefix`; returns how many there were."""
-        removed = 0
-        batch: list[bytes] = []
-        for key in self.redis.scan_iter(match=_glob_escape(self.prefix + prefix) + "*", count=500):
-            batch.append(key)
-            if len(batch) >= 500:
-                removed += self.redis.delete(*batch)
-                batch.clear()
-        if batch:
-            removed += self.redis.delete(*batch)
+        removed: int = self._call(self._clear, prefix)
         return removed
 
     def count_prefix(self, prefix: str) -> int:
         """How many live keys start with `prefix` (a SCAN: for sizes, not hot paths)."""
         pattern = _glob_escape(self.prefix + prefix) + "*"
-        return sum(1 for _ in self.redis.scan_iter(match=pattern, count=500))
+        counted: int = self._call(
+            lambda: sum(1 for _ in self.redis.scan_iter(match=pattern, count=500))
+        )
+        return counted
+
+    def bounds(self, key: str) -> bool:
+        """Whether writes of `key` with a TTL count against `max_entries`."""
+        return self.max_entries is not None and key.startswith(self.bounded_prefix)
 
     def close(self) -> None:
         """Release the connection pool."""
         self.redis.close()
 
+    def _write_script(
+        self, key: str, value: bytes, ttl: float | None, condition: str, expected: bytes
+    ) -> bool:
+        ms = _ms(ttl)
+        keys = [self.prefix + key]
+        if self.bounds(key):
+            keys.append(self.index_key)
+        args = [bytes(value), "" if ms is None else ms, condition, expected, self.max_entries or 0]
+        return bool(self._call(self._write, keys=keys, args=args))
+
+    def _clear(self, prefix: str) -> int:
+        removed = 0
+        batch: list[bytes] = []
+        # Keys under the bounded prefix leave its index too, or they would hold places there.
+        indexed = self.max_entries is not None and (
+            prefix.startswith(self.bounded_prefix) or self.bounded_prefix.startswith(prefix)
+        )
+        for key in self.redis.scan_iter(match=_glob_escape(self.prefix + prefix) + "*", count=500):
+            batch.append(key)
+            if len(batch) >= 500:
+                removed += self._remove(batch, indexed)
+                batch = []
+        if batch:
+            removed += self._remove(batch, indexed)
+        return removed
+
+    def _remove(self, keys: list[bytes], indexed: bool) -> int:
+        if not indexed:
+            return int(self.redis.delete(*keys))
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.delete(*keys)
+        pipe.zrem(self.index_key, *keys)
+        deleted, _ = pipe.execute()
+        return int(deleted)
+
     def __repr__(self) -> str:
-        return f"<RedisStore {self.url} prefix={self.prefix!r}>"
+        bound = f" max_entries={self.max_entries}" if self.max_entries is not None else ""
+        return f"<RedisStore {_describe(self.redis)} prefix={self.prefix!r}{bound}>"
 
 
 def _ms(ttl: float | None) -> int | None:
@@ -172,14 +348,25 @@ class RedisBus:
     """Publish/subscribe across hosts through Redis; the same interface as `workers.bus`."""
 
     def __init__(
-        self, url: str = DEFAULT_URL, *, prefix: str = "socketify:bus:", client: Any = None
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        prefix: str = "socketify:bus:",
+        client: Any = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        connect_timeout: float | None = DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
         self.url = url
         self.prefix = prefix
-        self.redis = client if client is not None else _client(url)
+        self.redis = client if client is not None else _client(url, timeout, connect_timeout)
+        self.breaker = _breaker(self.redis)
+        # How long subscribing waits for Redis to confirm: one connection and one reply.
+        self._confirm_within = (connect_timeout or 0.0) + (timeout or DEFAULT_TIMEOUT)
+        self.lost = 0  # messages published while Redis was unreachable
         self._subscribers: dict[str, list[Callable[[bytes], object]]] = {}
-        self._pubsub: Any = None
         self._listener: threading.Thread | None = None
+        self._subscribed = threading.Event()  # set while the listener's subscription holds
+        self._wake = threading.Event()  # ends the listener's wait before a reconnection
         self._closed = False
 
     def subscribe(self, channel: str, callback: Callable[[bytes], object]) -> _Subscription:
@@ -189,44 +376,81 @@ class RedisBus:
         return _Subscription(self, channel, callback)
 
     def publish(self, channel: str, payload: bytes) -> None:
-        """Send `payload` to every subscriber of `channel` on every host (this one included)."""
-        self.redis.publish(self.prefix + channel, bytes(payload))
+        """Send `payload` to every subscriber of `channel` on every host (this one included).
+
+        While Redis is unreachable the message is lost (counted in `lost`), never raised.
+        """
+        try:
+            self.breaker.call(self.redis.publish, self.prefix + channel, bytes(payload))
+        except StateUnavailable:
+            self.lost += 1
 
     def subscribers(self, channel: str) -> int:
         """How many local callbacks listen on `channel`."""
         return len(self._subscribers.get(channel, ()))
 
+    @property
+    def listening(self) -> bool:
+        """Whether this process's subscription to Redis holds right now."""
+        return self._subscribed.is_set()
+
     def close(self) -> None:
-        """Stop listening."""
+        """Stop listening (the listener closes its connection within a second)."""
+        # The listener owns the subscription: closing it from here would race its reads.
         self._closed = True
-        if self._pubsub is not None:
-            self._pubsub.close()
+        self._wake.set()
 
     def _start(self) -> None:
-        if self._listener is not None:
-            return
-        pubsub = self._pubsub = self.redis.pubsub()
-        pubsub.psubscribe(_glob_escape(self.prefix) + "*")
-        # Wait for Redis to confirm: a publish from another connection right after
-        # subscribe() returns must already reach us.
-        for _ in range(50):
-            message = pubsub.get_message(timeout=0.1)
-            if message is not None and message.get("type") == "psubscribe":
-                break
-        self._listener = threading.Thread(target=self._listen, name="redis-bus", daemon=True)
-        self._listener.start()
+        if self._listener is None:
+            self._listener = threading.Thread(target=self._listen, name="redis-bus", daemon=True)
+            self._listener.start()
+        if not self._subscribed.is_set() and self.breaker.available:
+            # A publish from another connection right after subscribe() returns must reach
+            # us; while Redis is down there is nothing to wait for.
+            self._subscribed.wait(self._confirm_within)
 
     def _listen(self) -> None:
-        skip = len(self.prefix)
+        pattern = _glob_escape(self.prefix) + "*"
         while not self._closed:
+            pubsub = None
             try:
-                message = self._pubsub.get_message(timeout=1.0)
-            except Exception:
+                pubsub = self._subscribe(pattern)
+                self.breaker.succeeded()
+                self._subscribed.set()
+                self._receive(pubsub)
+            except Exception as exc:
                 if self._closed:
                     return
-                log.exception("Redis bus connection failed; retrying")
-                threading.Event().wait(0.5)
-                continue
+                if isinstance(exc, self.breaker.outage_errors):
+                    self.breaker.failed(exc)
+                else:
+                    log.exception("the Redis bus listener failed; it subscribes again")
+            finally:
+                self._subscribed.clear()
+                if pubsub is not None:
+                    _close_quietly(pubsub)
+            self._wake.wait(self.breaker.cooldown)
+
+    def _subscribe(self, pattern: str) -> Any:
+        from redis.exceptions import TimeoutError as RedisTimeout
+
+        pubsub = self.redis.pubsub()
+        try:
+            pubsub.psubscribe(pattern)
+            deadline = time.monotonic() + self._confirm_within
+            while (left := deadline - time.monotonic()) > 0:
+                message = pubsub.get_message(timeout=left)
+                if message is not None and message.get("type") == "psubscribe":
+                    return pubsub
+            raise RedisTimeout("Redis did not confirm the bus subscription")
+        except BaseException:
+            _close_quietly(pubsub)
+            raise
+
+    def _receive(self, pubsub: Any) -> None:
+        skip = len(self.prefix)
+        while not self._closed:
+            message = pubsub.get_message(timeout=1.0)
             if message is None or message.get("type") != "pmessage":
                 continue
             channel = message["channel"][skip:].decode()
@@ -236,12 +460,20 @@ class RedisBus:
                 except Exception:
                     log.exception("bus subscriber %r of %r failed", callback, channel)
 
-    def _remove(self, channel: str, callback: Callable[[bytes], object]) -> None:
+    def remove(self, channel: str, callback: Callable[[bytes], object]) -> None:
+        """Stop calling `callback` for `channel` (what a subscription's `cancel` does)."""
         callbacks = [c for c in self._subscribers.get(channel, ()) if c is not callback]
         if callbacks:
             self._subscribers[channel] = callbacks
         else:
             self._subscribers.pop(channel, None)
+
+
+def _close_quietly(pubsub: Any) -> None:
+    try:
+        pubsub.close()
+    except Exception as exc:  # a connection already broken: nothing left to release
+        log.debug("closing a Redis subscription failed: %s", exc)
 
 
 class _Subscription:
@@ -254,4 +486,4 @@ class _Subscription:
 
     def cancel(self) -> None:
         """Stop delivering to this callback."""
-        self._bus._remove(self._channel, self._callback)
+        self._bus.remove(self._channel, self._callback)
