@@ -8,7 +8,9 @@ Like `SharedStore`, the choice is made in each process on first use: `SOCKETIFY_
 (or `url=`) gives a `socketify.backends.redis.RedisBus`; a worker of the pre-fork master gets
 `workers.bus.bus()`; anything else (`workers=0`, tests) a `workers.bus.LocalBus` private to
 the process. All three deliver a message to each subscribing process exactly once, the
-publisher's included, in each publisher's order.
+publisher's included, in each publisher's order. A message published while Redis is
+unreachable is lost, never raised, and the Redis bus subscribes again by itself once Redis is
+back (`socketify.backends.redis`).
 """
 
 from __future__ import annotations
