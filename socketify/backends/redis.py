@@ -33,8 +33,8 @@ one pattern subscription per process. Redis delivers each message to every subsc
 process, the publisher's own included, so the publisher does not deliver locally: each
 process sees each message exactly once, in each publisher's order. Messages published while
 a process is disconnected are lost, as with any Redis pub/sub; so is a message published
-while Redis is unreachable (`publish` never raises for an outage: a Hub broadcast from a
-WebSocket handler must not fail the handler). The listener reconnects and subscribes again
+while Redis is unreachable, or it arrives late if Redis was only paused (`publish` never
+raises for an outage: a Hub broadcast from a WebSocket handler must not fail the handler). The listener reconnects and subscribes again
 by itself, once a second, until Redis is back.
 
 Under gevent (every worker) redis-py's sockets are cooperative and their timeouts fire; the
@@ -379,6 +379,7 @@ class RedisBus:
         """Send `payload` to every subscriber of `channel` on every host (this one included).
 
         While Redis is unreachable the message is lost (counted in `lost`), never raised.
+        A publish that timed out against a paused Redis may still arrive once it resumes.
         """
         try:
             self.breaker.call(self.redis.publish, self.prefix + channel, bytes(payload))

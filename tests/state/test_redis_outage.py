@@ -5,6 +5,7 @@ sessions, rate limits and the bus work again once Redis is back."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import re
 import threading
@@ -12,6 +13,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -186,3 +188,51 @@ def test_outages_answer_503_to_sessions_and_limits_and_fail_open_lets_a_limit_pa
         assert orjson.dumps(response.text).find(b"127.0.0.1") == -1  # no detail to the client
     response = client.get("/open")
     assert response.status_code == 200 and "RateLimit-Limit" not in response.headers
+
+
+def test_hub_broadcasts_while_redis_is_gone_keep_channels_open_and_rooms_come_back(
+    private_redis: PrivateRedis,
+) -> None:
+    from websockets.sync.client import connect
+
+    realtime = HERE.parent / "realtime"
+    env = {"SOCKETIFY_STATE_URL": private_redis.url}
+    room = uuid.uuid4().hex
+    with (
+        LiveServer("realtime_app:server", workers=2, cwd=str(realtime), env=env) as server,
+        contextlib.ExitStack() as stack,
+    ):
+        members = []
+        for _ in range(4):  # the kernel spreads them over the workers
+            ws = stack.enter_context(
+                connect(f"ws://127.0.0.1:{server.port}/pulse/join?room={room}", open_timeout=5)
+            )
+            assert str(ws.recv(timeout=5)).startswith("pid:")
+            members.append(ws)
+        private_redis.kill()
+        started = time.monotonic()
+        members[0].send("lost while Redis is gone")
+        members[0].send("size")  # the channel is still open and its worker still serves it
+        assert next_starting(members[0], "size:").count(":") == 2
+        assert time.monotonic() - started < BAR
+        private_redis.start()
+        deadline = time.monotonic() + 20
+        heard = False
+        while not heard and time.monotonic() < deadline:
+            members[0].send("back")
+            heard = all(next_starting(ws, "back", 1.0) == "back" for ws in members)
+        assert heard, server.log()[-3000:]
+        assert "Traceback" not in server.log()
+
+
+def next_starting(ws: Any, prefix: str, timeout: float = 5.0) -> str:
+    """The next message of `ws` that starts with `prefix` ("" if none within `timeout`)."""
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            message = str(ws.recv(timeout=left))
+        except TimeoutError:
+            return ""
+        if message.startswith(prefix):
+            return message
+    return ""
