@@ -10,7 +10,7 @@ Like `SharedStore`, the choice is made in each process on first use: `SOCKETIFY_
 the process. All three deliver a message to each subscribing process exactly once, the
 publisher's included, in each publisher's order. A message published while Redis is
 unreachable is lost, never raised, and the Redis bus subscribes again by itself once Redis is
-back (`socketify.backends.redis`).
+back (`socketify.backends.redis_bus`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def default_bus(url: str | None = None) -> Any:
     bus = _buses.get(url)
     if bus is None:
         if url:
-            from socketify.backends.redis import RedisBus
+            from socketify.backends.redis_bus import RedisBus
 
             bus = RedisBus(url)
         else:

@@ -1,15 +1,14 @@
-"""Store and Bus over Redis, so several hosts share sessions, limits, caches and Hub rooms.
+"""`RedisStore`: the state store over Redis, so several hosts share sessions, limits, caches.
 
     store = RedisStore("redis://10.0.0.5:6379/0")   # or SOCKETIFY_STATE_URL=redis://...
-    bus = RedisBus("redis://10.0.0.5:6379/0")
-    bus.subscribe("room:lobby", deliver)            # on every host, every worker
-    bus.publish("room:lobby", frame_bytes)
+    store.set("k", b"v", ttl=60)
 
 Theory of operation. `RedisStore` speaks the same operations as the cross-worker store
 (`socketify.stores.Store` plus `compare_and_set`, `clear_prefix`, `count_prefix`). Each is one
 Redis command or one Lua script, so each is atomic across every host. The token bucket runs in
 a script on Redis's own clock (`TIME`); the caller's `now` is ignored, because hosts'
 monotonic clocks are unrelated. `incr` with a TTL sets the expiry only when it creates the key.
+The bus over Redis is `socketify.backends.redis_bus.RedisBus` (also importable from here).
 
 Bounded keys. With `max_entries=N`, the keys under `bounded_prefix` written with a TTL (`set`,
 `compare_and_set`: sessions) are at most N. A sorted set beside them indexes each by its
@@ -19,48 +18,34 @@ wrote). The index key, `socketify-bound:<prefix><bounded_prefix>`, is outside th
 prefix, and the scripts name keys they did not declare, so this needs a standalone Redis (or
 a cluster slot holding them all).
 
-Outages. Every client made here has a connect timeout (`connect_timeout`, 0.5 s) and a
-command timeout (`timeout`, 1 s) and no retries, so no operation waits longer than that for a
-Redis that stopped answering; the URL's query overrides both
-(`redis://host:6379/0?socket_timeout=2&socket_connect_timeout=1`). Every operation goes
-through the process's `Breaker` for that Redis (`socketify.backends.breaker`): the first
-failure is logged once and raises `socketify.errors.StateUnavailable` (answered 503 with
-`Retry-After`), later calls fail at once while one probe a second checks whether Redis is
-back, and its return is logged once. Scripts are loaded again by redis-py after a restart.
-
-`RedisBus` publishes on one Redis channel per bus channel (under `prefix`) and listens with
-one pattern subscription per process. Redis delivers each message to every subscribed
-process, the publisher's own included, so the publisher does not deliver locally: each
-process sees each message exactly once, in each publisher's order. Messages published while
-a process is disconnected are lost, as with any Redis pub/sub; so is a message published
-while Redis is unreachable, or it arrives late if Redis was only paused (`publish` never
-raises for an outage: a Hub broadcast from a WebSocket handler must not fail the handler). The listener reconnects and subscribes again
-by itself, once a second, until Redis is back.
-
-Under gevent (every worker) redis-py's sockets are cooperative and their timeouts fire; the
-listener is a thread, which monkey-patching makes a greenlet. Requires the `redis` extra.
+Outages. The client waits at most `connect_timeout` (0.5 s) to connect and `timeout` (1 s)
+for a reply, with no retries (`socketify.backends.redis_client`; the URL's query overrides
+both). Every operation goes through the process's breaker for that Redis
+(`socketify.backends.breaker`): the first failure is logged once and raises
+`socketify.errors.StateUnavailable` (answered 503 with `Retry-After`), later calls fail at
+once while one probe a second checks whether Redis is back, and its return is logged once.
+redis-py loads the scripts again after a restart. Under gevent (every worker) redis-py's
+sockets are cooperative and their timeouts fire. Requires the `redis` extra.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
-from socketify.backends.breaker import Breaker, breaker_for
-from socketify.errors import StateUnavailable
+from socketify.backends.redis_bus import RedisBus
+from socketify.backends.redis_client import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_TIMEOUT,
+    DEFAULT_URL,
+    breaker_of,
+    connect,
+    describe,
+    glob_escape,
+)
 from socketify.stores import TakeResult
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_TIMEOUT", "RedisBus", "RedisStore"]
-
-log = logging.getLogger("socketify.state")
-
-DEFAULT_URL = "redis://127.0.0.1:6379/0"
-DEFAULT_CONNECT_TIMEOUT = 0.5  # seconds to open a connection
-DEFAULT_TIMEOUT = 1.0  # seconds to wait for any reply
 
 # KEYS[1] bucket; ARGV capacity, refill per second. Returns {allowed, tokens, wait} as text.
 _TAKE = """
@@ -144,46 +129,6 @@ return redis.call('DEL', KEYS[1])
 """
 
 
-def _client(url: str, timeout: float | None, connect_timeout: float | None) -> Any:
-    try:
-        import redis
-    except ImportError:
-        raise ImportError(
-            "the Redis backend needs the redis package: pip install 'socketify-gevent[redis]'"
-        ) from None
-    # No `retry`: a pool made from a URL retries nothing unless the URL's query asks.
-    return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=connect_timeout)
-
-
-def _breaker(client: Any) -> Breaker:
-    from redis import exceptions
-
-    outage = (
-        exceptions.ConnectionError,  # refused, reset, loading, authentication, pool exhausted
-        exceptions.TimeoutError,
-        exceptions.ReadOnlyError,  # a replica after a failover
-        exceptions.MasterDownError,
-        OSError,
-    )
-    return breaker_for(_describe(client), outage)
-
-
-def _describe(client: Any) -> str:
-    """`Redis 10.0.0.5:6379/0`: where a client connects (never its password)."""
-    try:
-        kwargs = client.connection_pool.connection_kwargs
-    except AttributeError:
-        return f"Redis {type(client).__name__}@{id(client):x}"
-    db = kwargs.get("db", 0)
-    if kwargs.get("path"):
-        return f"Redis unix:{kwargs['path']}?db={db}"
-    return f"Redis {kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{db}"
-
-
-def _glob_escape(text: str) -> str:
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
-
-
 class RedisStore:
     """The store operations on Redis (keys under `prefix`); see the module doc for options."""
 
@@ -202,8 +147,8 @@ class RedisStore:
             raise ValueError("max_entries must be at least 1 (or None for no bound)")
         self.url = url
         self.prefix = prefix
-        self.redis = client if client is not None else _client(url, timeout, connect_timeout)
-        self.breaker = _breaker(self.redis)
+        self.redis = client if client is not None else connect(url, timeout, connect_timeout)
+        self.breaker = breaker_of(self.redis)
         self.max_entries = max_entries
         self.bounded_prefix = bounded_prefix
         self.index_key = f"socketify-bound:{prefix}{bounded_prefix}"
@@ -282,7 +227,7 @@ class RedisStore:
 
     def count_prefix(self, prefix: str) -> int:
         """How many live keys start with `prefix` (a SCAN: for sizes, not hot paths)."""
-        pattern = _glob_escape(self.prefix + prefix) + "*"
+        pattern = glob_escape(self.prefix + prefix) + "*"
         counted: int = self._call(
             lambda: sum(1 for _ in self.redis.scan_iter(match=pattern, count=500))
         )
@@ -313,7 +258,7 @@ class RedisStore:
         indexed = self.max_entries is not None and (
             prefix.startswith(self.bounded_prefix) or self.bounded_prefix.startswith(prefix)
         )
-        for key in self.redis.scan_iter(match=_glob_escape(self.prefix + prefix) + "*", count=500):
+        for key in self.redis.scan_iter(match=glob_escape(self.prefix + prefix) + "*", count=500):
             batch.append(key)
             if len(batch) >= 500:
                 removed += self._remove(batch, indexed)
@@ -333,7 +278,7 @@ class RedisStore:
 
     def __repr__(self) -> str:
         bound = f" max_entries={self.max_entries}" if self.max_entries is not None else ""
-        return f"<RedisStore {_describe(self.redis)} prefix={self.prefix!r}{bound}>"
+        return f"<RedisStore {describe(self.redis)} prefix={self.prefix!r}{bound}>"
 
 
 def _ms(ttl: float | None) -> int | None:
@@ -342,149 +287,3 @@ def _ms(ttl: float | None) -> int | None:
     if not ttl > 0:
         raise ValueError("ttl must be positive seconds (or None for no expiry)")
     return max(1, math.ceil(ttl * 1000))
-
-
-class RedisBus:
-    """Publish/subscribe across hosts through Redis; the same interface as `workers.bus`."""
-
-    def __init__(
-        self,
-        url: str = DEFAULT_URL,
-        *,
-        prefix: str = "socketify:bus:",
-        client: Any = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        connect_timeout: float | None = DEFAULT_CONNECT_TIMEOUT,
-    ) -> None:
-        self.url = url
-        self.prefix = prefix
-        self.redis = client if client is not None else _client(url, timeout, connect_timeout)
-        self.breaker = _breaker(self.redis)
-        # How long subscribing waits for Redis to confirm: one connection and one reply.
-        self._confirm_within = (connect_timeout or 0.0) + (timeout or DEFAULT_TIMEOUT)
-        self.lost = 0  # messages published while Redis was unreachable
-        self._subscribers: dict[str, list[Callable[[bytes], object]]] = {}
-        self._listener: threading.Thread | None = None
-        self._subscribed = threading.Event()  # set while the listener's subscription holds
-        self._wake = threading.Event()  # ends the listener's wait before a reconnection
-        self._closed = False
-
-    def subscribe(self, channel: str, callback: Callable[[bytes], object]) -> _Subscription:
-        """Call `callback(payload)` for every message published on `channel` by anyone."""
-        self._subscribers[channel] = [*self._subscribers.get(channel, ()), callback]
-        self._start()
-        return _Subscription(self, channel, callback)
-
-    def publish(self, channel: str, payload: bytes) -> None:
-        """Send `payload` to every subscriber of `channel` on every host (this one included).
-
-        While Redis is unreachable the message is lost (counted in `lost`), never raised.
-        A publish that timed out against a paused Redis may still arrive once it resumes.
-        """
-        try:
-            self.breaker.call(self.redis.publish, self.prefix + channel, bytes(payload))
-        except StateUnavailable:
-            self.lost += 1
-
-    def subscribers(self, channel: str) -> int:
-        """How many local callbacks listen on `channel`."""
-        return len(self._subscribers.get(channel, ()))
-
-    @property
-    def listening(self) -> bool:
-        """Whether this process's subscription to Redis holds right now."""
-        return self._subscribed.is_set()
-
-    def close(self) -> None:
-        """Stop listening (the listener closes its connection within a second)."""
-        # The listener owns the subscription: closing it from here would race its reads.
-        self._closed = True
-        self._wake.set()
-
-    def _start(self) -> None:
-        if self._listener is None:
-            self._listener = threading.Thread(target=self._listen, name="redis-bus", daemon=True)
-            self._listener.start()
-        if not self._subscribed.is_set() and self.breaker.available:
-            # A publish from another connection right after subscribe() returns must reach
-            # us; while Redis is down there is nothing to wait for.
-            self._subscribed.wait(self._confirm_within)
-
-    def _listen(self) -> None:
-        pattern = _glob_escape(self.prefix) + "*"
-        while not self._closed:
-            pubsub = None
-            try:
-                pubsub = self._subscribe(pattern)
-                self.breaker.succeeded()
-                self._subscribed.set()
-                self._receive(pubsub)
-            except Exception as exc:
-                if self._closed:
-                    return
-                if isinstance(exc, self.breaker.outage_errors):
-                    self.breaker.failed(exc)
-                else:
-                    log.exception("the Redis bus listener failed; it subscribes again")
-            finally:
-                self._subscribed.clear()
-                if pubsub is not None:
-                    _close_quietly(pubsub)
-            self._wake.wait(self.breaker.cooldown)
-
-    def _subscribe(self, pattern: str) -> Any:
-        from redis.exceptions import TimeoutError as RedisTimeout
-
-        pubsub = self.redis.pubsub()
-        try:
-            pubsub.psubscribe(pattern)
-            deadline = time.monotonic() + self._confirm_within
-            while (left := deadline - time.monotonic()) > 0:
-                message = pubsub.get_message(timeout=left)
-                if message is not None and message.get("type") == "psubscribe":
-                    return pubsub
-            raise RedisTimeout("Redis did not confirm the bus subscription")
-        except BaseException:
-            _close_quietly(pubsub)
-            raise
-
-    def _receive(self, pubsub: Any) -> None:
-        skip = len(self.prefix)
-        while not self._closed:
-            message = pubsub.get_message(timeout=1.0)
-            if message is None or message.get("type") != "pmessage":
-                continue
-            channel = message["channel"][skip:].decode()
-            for callback in self._subscribers.get(channel, ()):
-                try:
-                    callback(message["data"])
-                except Exception:
-                    log.exception("bus subscriber %r of %r failed", callback, channel)
-
-    def remove(self, channel: str, callback: Callable[[bytes], object]) -> None:
-        """Stop calling `callback` for `channel` (what a subscription's `cancel` does)."""
-        callbacks = [c for c in self._subscribers.get(channel, ()) if c is not callback]
-        if callbacks:
-            self._subscribers[channel] = callbacks
-        else:
-            self._subscribers.pop(channel, None)
-
-
-def _close_quietly(pubsub: Any) -> None:
-    try:
-        pubsub.close()
-    except Exception as exc:  # a connection already broken: nothing left to release
-        log.debug("closing a Redis subscription failed: %s", exc)
-
-
-class _Subscription:
-    __slots__ = ("_bus", "_callback", "_channel")
-
-    def __init__(self, bus: RedisBus, channel: str, callback: Callable[[bytes], object]) -> None:
-        self._bus = bus
-        self._channel = channel
-        self._callback = callback
-
-    def cancel(self) -> None:
-        """Stop delivering to this callback."""
-        self._bus.remove(self._channel, self._callback)
