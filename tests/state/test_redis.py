@@ -289,7 +289,7 @@ def test_under_gevent_the_command_timeout_fires_without_blocking_the_hub(
     assert result.returncode == 0, result.stderr.decode()
     report = orjson.loads(result.stdout.splitlines()[-1])
     assert {outcome for outcome, _ in report["first"]} == {"503"}
-    assert all(0.9 < elapsed < 1.8 for _, elapsed in report["first"])  # the 1 s default
+    assert all(0.9 < elapsed < 2.0 for _, elapsed in report["first"])  # the 1 s default
     assert report["ticks"] >= 30  # the hub kept running other greenlets meanwhile
     outcome, elapsed = report["then"]
     assert outcome == "503" and elapsed < 0.1  # the breaker is open: no second wait
