@@ -11,6 +11,11 @@ Headers, with `standard_headers`: `RateLimit-Limit` and `RateLimit-Remaining` on
 response; on 429 also `RateLimit-Reset` and `Retry-After` (seconds until a token is back, at
 least 1; 3600 when the bucket never refills). `Retry-After` is sent even without standard
 headers. A key function returning "" or None exempts the request.
+
+When the store cannot answer (Redis unreachable: `socketify.core.errors.StateUnavailable`), the
+request is answered 503 with `Retry-After`, like every other use of the store: a limit that
+cannot be checked is not waived. `fail_open=True` lets such requests through unlimited
+instead (the outage is still logged once by the store).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from socketify.core.chain import Hooked, hooked
+from socketify.core.errors import StateUnavailable
 from socketify.core.response import TEXT_PLAIN, header_line
 from socketify.middleware.proxy import TrustProxy, client_ip_resolver
 from socketify.state.shared_store import SharedStore
@@ -47,13 +53,15 @@ def middleware(
     message: str = "Too Many Requests\n",
     trust_proxy: TrustProxy = False,
     prefix: str | None = None,
+    fail_open: bool = False,
 ) -> Hooked:
     """Allow `capacity` requests in a burst, refilled at `refill_per_second`, per key.
 
     `key(req)` defaults to the client address (`trust_proxy` as in `socketify.middleware.
     proxy`); `store` defaults to the cross-worker `SharedStore`; `prefix` keeps several
     limiters apart in one store (by default each limiter gets its own, numbered in creation
-    order, which is the same in every worker because each one builds the same app).
+    order, which is the same in every worker because each one builds the same app);
+    `fail_open=True` lets requests through while the store is unavailable (default: 503).
     """
     if capacity < 1:
         raise ValueError("capacity must be at least 1")
@@ -76,8 +84,13 @@ def middleware(
         who = key_of(req)
         if not who:
             return True  # exempt
-        # `buckets.take` looked up per call: a SharedStore rebinds it in each process.
-        allowed, remaining, reset = buckets.take(prefix + who, capacity, refill_per_second)
+        try:
+            # `buckets.take` looked up per call: a SharedStore rebinds it in each process.
+            allowed, remaining, reset = buckets.take(prefix + who, capacity, refill_per_second)
+        except StateUnavailable:
+            if fail_open:
+                return True
+            raise
         if standard_headers:
             res.put_line(limit_line)
             # PERF: int() is floor() for the non-negative numbers it is given here.

@@ -8,7 +8,9 @@ Like `SharedStore`, the choice is made in each process on first use: `SOCKETIFY_
 `url=`) gives a `socketify.state.redis.RedisBus`; a worker of the pre-fork master gets
 `workers.shared.bus.bus()`; anything else (`workers=0`, tests) a `workers.shared.bus.LocalBus`
 private to the process. All three deliver a message to each subscribing process exactly once, the
-publisher's included, in each publisher's order.
+publisher's included, in each publisher's order. A message published while Redis is unreachable is
+lost, never raised, and the Redis bus subscribes again by itself once Redis is back
+(`socketify.state.redis.bus`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def default_bus(url: str | None = None) -> Any:
     bus = _buses.get(url)
     if bus is None:
         if url:
-            from socketify.state.redis import RedisBus
+            from socketify.state.redis.bus import RedisBus
 
             bus = RedisBus(url)
         else:

@@ -8,7 +8,8 @@ to its backend. `KeyValueCacheBackend` passes them to a `socketify.state.stores.
 (`SharedStore` by default, `RedisStore`, ...), whose keys expire by themselves, on the store's
 clock: a fake clock set with `TtlCache.set_clock` drives only local caches. Every key is put
 under the cache's `namespace`, which is also what `clear()` and `size()` cover, through the
-store's prefix operations.
+store's prefix operations. While the store cannot be reached (Redis down), every operation
+raises `socketify.core.errors.StateUnavailable`, which a request answers 503 with `Retry-After`.
 """
 
 from __future__ import annotations

@@ -10,15 +10,20 @@ may happen in the master before the fork (`--preload`):
 1. a URL (the `url` argument, else the `SOCKETIFY_STATE_URL` environment variable): a
    `socketify.state.redis.RedisStore`, shared by every host that uses the same Redis;
 2. else, in a worker of the pre-fork master: the cross-worker store
-   (`workers.shared.state.client()`:
-   a hash table in shared memory the master made before forking, which each worker reads and
-   updates itself, with the master's own store for entries too large for it), shared by every
-   worker of this server and kept when any of them dies;
+   (`workers.shared.state.client()`: a hash table in shared memory the master made before forking,
+   which each worker reads and updates itself, with the master's own store for entries too large for
+   it), shared by every worker of this server and kept when any of them dies;
 3. else (`workers=0`, `TestClient`, scripts): one store private to this process.
 
 The choice is remade in a forked child. Every operation is atomic on its own; `take()` is a
 token bucket in one step, so N workers never allow N times the quota. `namespace` prefixes
 every key, to keep unrelated users of one store apart.
+
+With Redis, `max_entries=N` bounds the keys under the namespace (or `bounded_prefix`) written
+with a TTL: past N, the soonest-expiring go (see `socketify.state.redis`). While Redis is
+unreachable every operation raises `socketify.core.errors.StateUnavailable`, answered 503 with
+`Retry-After`, after waiting at most the client's timeouts (0.5 s to connect, 1 s per reply;
+`?socket_connect_timeout=` and `?socket_timeout=` in the URL change them).
 """
 
 from __future__ import annotations
@@ -66,9 +71,21 @@ def local_state() -> Any:
 class SharedStore:
     """A `Store` shared by every worker (and, with a Redis URL, every host)."""
 
-    def __init__(self, namespace: str = "", *, url: str | None = None) -> None:
+    def __init__(
+        self,
+        namespace: str = "",
+        *,
+        url: str | None = None,
+        max_entries: int | None = None,
+        bounded_prefix: str | None = None,
+    ) -> None:
+        if max_entries is not None and max_entries < 1:
+            raise ValueError("max_entries must be at least 1 (or None for no bound)")
         self.namespace = namespace
         self._url = url
+        # With Redis: at most `max_entries` TTL keys under `bounded_prefix` (full key names).
+        self.max_entries = max_entries
+        self.bounded_prefix = namespace if bounded_prefix is None else bounded_prefix
         self._backend: Any = None
         self._epoch = -1
         # The backend's methods, bound once per process (see _bind).
@@ -86,7 +103,9 @@ class SharedStore:
 
     def without_namespace(self) -> SharedStore:
         """The same shared store with no namespace (the caller prefixes keys itself)."""
-        return SharedStore(url=self._url)
+        return SharedStore(
+            url=self._url, max_entries=self.max_entries, bounded_prefix=self.bounded_prefix
+        )
 
     def _bind(self) -> None:
         backend = self._resolve()
@@ -121,7 +140,7 @@ class SharedStore:
         if url:
             from socketify.state.redis import RedisStore
 
-            return RedisStore(url)
+            return RedisStore(url, max_entries=self.max_entries, bounded_prefix=self.bounded_prefix)
         from workers.shared.state import client
 
         shared = client()

@@ -3,16 +3,22 @@ sharing sessions and a rate limit through it."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 from services import require_module, require_service
 from test_live_workers import fetch
 
+from load_tests.redis_server import PrivateRedis
 from socketify.testing import LiveServer
 
 pytestmark = pytest.mark.timeout(90)
@@ -103,3 +109,189 @@ def test_two_masters_sharing_one_redis_share_sessions_and_a_rate_limit(prefix: s
         statuses = [fetch(host_a if n % 2 else host_b, "/limited")[0] for n in range(140)]
         assert 100 <= statuses.count(200) <= 102
         assert statuses.count(429) == 140 - statuses.count(200)
+
+
+def test_compare_and_set_writes_only_over_the_expected_value(prefix: str) -> None:
+    from socketify.state.redis import RedisStore
+
+    store = RedisStore(URL, prefix=prefix)
+    assert store.compare_and_set("k", None, b"v1", ttl=30)  # absent: written
+    assert not store.compare_and_set("k", None, b"v2")  # no longer absent
+    assert not store.compare_and_set("k", b"other", b"v2")
+    assert store.get("k") == b"v1"
+    assert 29 < store.redis.pttl(prefix + "k") / 1000 <= 30
+    assert store.compare_and_set("k", b"v1", b"v2")  # no ttl: no expiry
+    assert store.get("k") == b"v2" and store.redis.pttl(prefix + "k") == -1
+    assert not store.compare_and_set("gone", b"v1", b"x")  # absent is not any value
+    assert store.compare_and_set("bin", None, b"\x00\xff") and store.get("bin") == b"\x00\xff"
+    assert store.compare_and_set("bin", b"\x00\xff", b"\x00") and store.get("bin") == b"\x00"
+    with pytest.raises(TypeError):
+        store.compare_and_set("k", b"v2", "text")  # type: ignore[arg-type]
+
+
+def test_compare_and_set_lets_exactly_one_of_many_racing_writers_win(prefix: str) -> None:
+    from socketify.state.redis import RedisStore
+
+    store = RedisStore(URL, prefix=prefix)
+    store.set("counter", b"0")
+    wins: list[int] = []
+
+    def increment(times: int) -> None:
+        for _ in range(times):
+            while True:  # the usual optimistic loop: read, compute, write if unchanged
+                current = store.get("counter")
+                assert current is not None
+                if store.compare_and_set("counter", current, b"%d" % (int(current) + 1)):
+                    wins.append(1)
+                    break
+
+    threads = [threading.Thread(target=increment, args=(50,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert store.get("counter") == b"200" and len(wins) == 200
+
+
+def test_a_bounded_store_keeps_at_most_max_entries_evicting_the_soonest_expiring(
+    prefix: str,
+) -> None:
+    from socketify.state.redis import RedisStore
+
+    store = RedisStore(URL, prefix=prefix, max_entries=3, bounded_prefix="sess:")
+    for n in range(5):
+        store.set(f"sess:{n}", b"x", ttl=100 + n)  # sess:0 expires first
+    assert [store.get(f"sess:{n}") for n in range(5)] == [None, None, b"x", b"x", b"x"]
+    assert store.compare_and_set("sess:5", None, b"y", ttl=1000)
+    assert store.get("sess:2") is None and store.count_prefix("sess:") == 3
+    # The key just written stays, even when it is the soonest to expire.
+    store.set("sess:short", b"z", ttl=5)
+    assert store.get("sess:short") == b"z" and store.get("sess:3") is None
+    assert store.redis.zcard(store.index_key) == 3
+    # Keys outside the bounded prefix, or without a TTL, are not counted.
+    for n in range(10):
+        store.set(f"other:{n}", b"o", ttl=100)
+    store.set("sess:forever", b"f")
+    assert store.count_prefix("other:") == 10 and store.get("sess:forever") == b"f"
+    assert store.redis.zcard(store.index_key) == 3
+    # A delete frees its place; clear_prefix empties the index too.
+    assert store.delete("sess:short") and store.redis.zcard(store.index_key) == 2
+    store.set("sess:6", b"x", ttl=100)
+    assert store.get("sess:4") == b"x"  # nothing evicted: there was room
+    assert store.clear_prefix("sess:") == 4
+    assert not store.redis.exists(store.index_key)
+
+
+def test_a_bounded_store_forgets_expired_keys_and_its_index_expires_with_them(
+    prefix: str,
+) -> None:
+    from socketify.state.redis import RedisStore
+
+    store = RedisStore(URL, prefix=prefix, max_entries=2, bounded_prefix="sess:")
+    store.set("sess:a", b"1", ttl=0.2)
+    store.set("sess:b", b"2", ttl=0.2)
+    assert 0 < store.redis.pttl(store.index_key) <= 200
+    deadline = time.monotonic() + 5
+    while store.get("sess:a") is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    store.set("sess:c", b"3", ttl=100)
+    store.set("sess:d", b"4", ttl=100)  # the expired entries left; nothing live was evicted
+    assert store.get("sess:c") == b"3" and store.get("sess:d") == b"4"
+    assert store.redis.zcard(store.index_key) == 2
+
+
+def test_shared_store_passes_its_bound_to_redis_and_keeps_it_without_namespace(
+    prefix: str,
+) -> None:
+    from socketify.state.shared_store import SharedStore
+
+    store = SharedStore(prefix + "sess:", url=URL, max_entries=2)
+    plain = store.without_namespace()
+    for n in range(3):
+        store.set(f"{n}", b"x", ttl=100 + n)
+    plain.set(f"{prefix}sess:3", b"x", ttl=200)  # the same bound, prefixed by the caller
+    assert [store.get(f"{n}") for n in range(4)] == [None, None, b"x", b"x"]
+    with pytest.raises(ValueError):
+        SharedStore("sess:", url=URL, max_entries=0)
+
+
+# -- outages -------------------------------------------------------------------------------
+
+
+def test_the_connect_timeout_bounds_a_connection_nobody_accepts() -> None:
+    """A listener whose backlog is full drops the SYN: only the connect timeout ends it."""
+    require_module("redis", "pip install 'socketify-gevent[redis]'")
+    from socketify.core.errors import StateUnavailable
+    from socketify.state.redis import RedisStore
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = [socket.socket() for _ in range(3)]
+        for filler in fillers:
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+        try:
+            store = RedisStore(f"redis://127.0.0.1:{port}/0", connect_timeout=0.3, timeout=10)
+            started = time.monotonic()
+            with pytest.raises(StateUnavailable, match="Timeout connecting"):
+                store.get("x")
+            assert 0.25 < time.monotonic() - started < 1.5
+        finally:
+            for filler in fillers:
+                filler.close()
+
+
+GEVENT_PROBE = """
+from gevent import monkey
+monkey.patch_all()
+import json, os, signal, sys, time
+import gevent
+from socketify.state.redis import RedisStore
+from socketify.core.errors import StateUnavailable
+
+store = RedisStore(sys.argv[1])
+store.set("probe", b"1")
+os.kill(int(sys.argv[2]), signal.SIGSTOP)
+ticks = []
+ticker = gevent.spawn(lambda: [ticks.append(gevent.sleep(0.01)) for _ in range(1000)])
+
+def get():
+    started = time.monotonic()
+    try:
+        store.get("probe")
+        outcome = "served"
+    except StateUnavailable:
+        outcome = "503"
+    return outcome, time.monotonic() - started
+
+first = [gevent.spawn(get) for _ in range(20)]
+gevent.joinall(first)
+ticked = len(ticks)
+ticker.kill()
+print(json.dumps({"first": [g.value for g in first], "ticks": ticked, "then": get()}))
+"""
+
+
+def test_under_gevent_the_command_timeout_fires_without_blocking_the_hub(
+    private_redis: PrivateRedis,
+) -> None:
+    """Worker processes are monkey-patched: a stopped Redis must cost each waiting greenlet
+    the timeout, not the whole process."""
+    result = subprocess.run(
+        [sys.executable, "-c", GEVENT_PROBE, private_redis.url, str(private_redis.pid)],
+        capture_output=True,
+        timeout=30,
+        cwd=HERE.parents[1],
+        env={**os.environ, "PYTHONPATH": str(HERE.parents[1])},
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    report = orjson.loads(result.stdout.splitlines()[-1])
+    assert {outcome for outcome, _ in report["first"]} == {"503"}
+    assert all(0.9 < elapsed < 2.0 for _, elapsed in report["first"])  # the 1 s default
+    assert report["ticks"] >= 30  # the hub kept running other greenlets meanwhile
+    outcome, elapsed = report["then"]
+    assert outcome == "503" and elapsed < 0.1  # the breaker is open: no second wait
+    assert b"answering 503 until it returns" in result.stderr
+    assert b"Traceback" not in result.stderr

@@ -1,0 +1,31 @@
+"""`load_tests/faults.py redis-outage --short`: under steady session load, a Redis that is
+stopped, continued, killed and restarted leaves no request unanswered past 2 s and logs at
+most two lines (one per worker) per outage."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT))  # load_tests
+sys.path.insert(0, str(REPO_ROOT / "tests"))  # services
+
+from services import require_module, services_required  # noqa: E402
+
+from load_tests import faults  # noqa: E402
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_redis_outage_answers_every_request_within_2_s_and_logs_each_outage_once() -> None:
+    require_module("redis", "pip install 'socketify-gevent[redis]'")
+    try:
+        figure = faults.run("redis-outage", short=True)
+    except faults.CouldNotRun as exc:  # no redis-server on this machine
+        if services_required():
+            pytest.fail(str(exc), pytrace=False)
+        pytest.skip(str(exc))
+    assert figure.held, figure.report()
