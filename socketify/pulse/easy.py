@@ -39,6 +39,7 @@ from socketify.pulse import upgrade
 from socketify.pulse.channel import Channel
 from socketify.pulse.hub import Hub
 from socketify.routing import Router
+from socketify.server.upgraded import SendStatus
 
 if TYPE_CHECKING:
     from socketify.app import Server
@@ -124,8 +125,8 @@ class Connection:
             self.default_room = None
         return self.app.hub.leave(room, self.channel)
 
-    def emit(self, type: str, data: Any = None) -> bool:
-        """Send one event to this connection only; False once it is closed."""
+    def emit(self, type: str, data: Any = None) -> SendStatus:
+        """Send one event to this connection only; a `SendStatus` (DROPPED once closed)."""
         return self.channel.send_text(envelope(type, data))
 
     def broadcast(
