@@ -85,7 +85,9 @@ def encode_event(
         head += _field("id", str(id))
     if event:
         head += _field("event", event)
-    body = "".join([f"data: {line}\n" for line in _LINES.split(data)])
+    # Most events are one line; the regex split costs ~0.5 ms on 64 KiB, the test ~1 µs.
+    lines = _LINES.split(data) if "\n" in data or "\r" in data else (data,)
+    body = "".join([f"data: {line}\n" for line in lines])
     return (head + body + "\n").encode("utf-8")
 
 
@@ -125,12 +127,16 @@ class EventStream:
 
     def send(self, data: str | bytes) -> SendStatus:
         """Send an unnamed event (`message` in the browser)."""
+        if not self.writable:
+            return SendStatus.DROPPED  # not worth encoding
         return self.write(encode_event(data))
 
     def send_event(
         self, event: str | None, data: str | bytes, id: str | int | None = None
     ) -> SendStatus:
         """Send a named event with an optional id (the browser's lastEventId)."""
+        if not self.writable:
+            return SendStatus.DROPPED
         return self.write(encode_event(data, event, id))
 
     def comment(self, text: str = "") -> SendStatus:
@@ -147,7 +153,7 @@ class EventStream:
         SENT, BACKPRESSURE (waiting for a slow client) or DROPPED (the stream is closed, or
         more than `max_backpressure` was waiting: then it is closed now).
         """
-        if not self.alive or self._closing:
+        if not self.writable:
             return SendStatus.DROPPED
         out = self._out
         if out.backlog > self.max_backpressure:
@@ -171,6 +177,11 @@ class EventStream:
         )
         if self._reader is not None:
             shutdown(self._reader)  # the reading greenlet wakes with EOF and ends the stream
+
+    @property
+    def writable(self) -> bool:
+        """False once the stream is closed or closing: sends return DROPPED."""
+        return self.alive and not self._closing
 
     @property
     def pending_bytes(self) -> int:
