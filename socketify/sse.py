@@ -35,6 +35,7 @@ import gevent
 from socketify.pulse import bus_parts
 from socketify.pulse.census import RoomCensus
 from socketify.server.upgraded import (
+    DROPPED,
     MAX_BACKPRESSURE,
     UNBOUNDED,
     Outbound,
@@ -128,7 +129,7 @@ class EventStream:
     def send(self, data: str | bytes) -> SendStatus:
         """Send an unnamed event (`message` in the browser)."""
         if not self.writable:
-            return SendStatus.DROPPED  # not worth encoding
+            return DROPPED  # not worth encoding
         return self.write(encode_event(data))
 
     def send_event(
@@ -136,7 +137,7 @@ class EventStream:
     ) -> SendStatus:
         """Send a named event with an optional id (the browser's lastEventId)."""
         if not self.writable:
-            return SendStatus.DROPPED
+            return DROPPED
         return self.write(encode_event(data, event, id))
 
     def comment(self, text: str = "") -> SendStatus:
@@ -154,11 +155,11 @@ class EventStream:
         more than `max_backpressure` was waiting: then it is closed now).
         """
         if not self.writable:
-            return SendStatus.DROPPED
+            return DROPPED
         out = self._out
         if out.backlog > self.max_backpressure:
             self._close_slow_client()
-            return SendStatus.DROPPED
+            return DROPPED
         status = out.send(data)
         if not status:
             self._gone()

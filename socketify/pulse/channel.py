@@ -52,6 +52,7 @@ from socketify.protocol.websocket import (
 from socketify.protocol.websocket import Connection as Protocol
 from socketify.server.connection import READ_SIZE
 from socketify.server.upgraded import (
+    DROPPED,
     MAX_BACKPRESSURE,
     Outbound,
     SendStatus,
@@ -224,19 +225,22 @@ class Channel:
         soon: bool = False,
     ) -> SendStatus:
         if not self.alive:
-            return SendStatus.DROPPED
+            return DROPPED
         out = self._out
         # Checked before the frame is made: with permessage-deflate, encoding a message
         # moves the compression context, so a message dropped after that would corrupt the
         # ones that follow.
-        if backpressure and out.backlog > self.max_backpressure:
+        # PERF: `pending` (a slot) bounds `backlog` (a property) from above; testing it first
+        # spares the property call on every send to a peer that keeps up (hub fan-out).
+        limit = self.max_backpressure
+        if backpressure and out.pending > limit and out.backlog > limit:
             if self.close_on_backpressure_limit:
                 self._close_slow_peer()
-            return SendStatus.DROPPED  # the app learns it from the result (and `drain`)
+            return DROPPED  # the app learns it from the result (and `drain`)
         try:
             data = method(self._proto, *args)
         except LocalProtocolError:
-            return SendStatus.DROPPED  # closing: only the close handshake may go out now
+            return DROPPED  # closing: only the close handshake may go out now
         status = out.send_soon(data) if soon else out.send(data)
         if not status:
             self._abandon()
@@ -257,6 +261,10 @@ class Channel:
             dropped,
         )
         self.close(CloseCode.POLICY_VIOLATION, "send backlog over limit: the peer does not read")
+
+    def queued(self) -> bytes:
+        """A copy of the frames waiting to be written, e.g. those sent before the 101 is out."""
+        return self._out.queued()
 
     @property
     def pending_bytes(self) -> int:

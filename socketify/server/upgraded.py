@@ -46,7 +46,7 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import gevent
 from gevent.monkey import get_original
@@ -86,6 +86,11 @@ class SendStatus(IntEnum):
     SENT = 1  # the kernel took it (or it goes out at the end of the handler or loop turn)
     BACKPRESSURE = 2  # accepted, but it waits in the backlog: the peer reads slower than we send
 
+
+# PERF: an Enum member lookup costs ~0.14 µs, more than the rest of a send; use these.
+SENT: Final = SendStatus.SENT
+BACKPRESSURE: Final = SendStatus.BACKPRESSURE
+DROPPED: Final = SendStatus.DROPPED
 
 # The default bound of a connection's backlog (`max_backpressure`, SSE's too). uWebSockets
 # defaults to 64 KiB and, past it, silently drops messages; Node's `ws` has no bound at all
@@ -136,7 +141,7 @@ class Outbound:
         self._conn = conn
         queue = self._queue
         if self.closed or not queue:
-            return SendStatus.DROPPED if self.closed else SendStatus.SENT
+            return DROPPED if self.closed else SENT
         data = b"".join(queue)
         queue.clear()
         self.pending = 0
@@ -145,41 +150,40 @@ class Outbound:
     def send(self, data: bytes) -> SendStatus:
         """Write `data` after everything sent before it (never parks the caller)."""
         if self.closed:
-            return SendStatus.DROPPED
+            return DROPPED
         if self._flusher is not None:
             self._queue.append(data)
             self.pending += len(data)
-            return SendStatus.BACKPRESSURE
+            return BACKPRESSURE
         if self._corked or self._conn is None:
             self._queue.append(data)
             self.pending += len(data)
             if self._corked and self.pending >= CORK_BYTES:
                 return self._uncork()
-            return SendStatus.SENT
+            return SENT
         return self._write(data)
 
     def send_soon(self, data: bytes) -> SendStatus:
         """`send`, but written when this loop turn ends, with the rest sent to us meanwhile."""
         if self.closed:
-            return SendStatus.DROPPED
+            return DROPPED
         self._queue.append(data)
         self.pending += len(data)
+        if self._corked:  # the usual case within a burst of broadcasts
+            return SENT if self.pending < CORK_BYTES else self._uncork()
         if self._flusher is not None:
-            return SendStatus.BACKPRESSURE
+            return BACKPRESSURE
         if self._conn is None:
-            return SendStatus.SENT  # held: goes out behind the head
-        if not self._corked:
-            self._corked = True
-            gevent.get_hub().loop.run_callback(self._uncork)
-        elif self.pending >= CORK_BYTES:
-            return self._uncork()
-        return SendStatus.SENT
+            return SENT  # held: goes out behind the head
+        self._corked = True
+        gevent.get_hub().loop.run_callback(self._uncork)
+        return SENT
 
     def _uncork(self) -> SendStatus:
         self._corked = False
         queue = self._queue
         if self.closed or self._flusher is not None or not queue:
-            return SendStatus.SENT  # gone, or a flusher (which drains the queue) took over
+            return SENT  # gone, or a flusher (which drains the queue) took over
         data = queue[0] if len(queue) == 1 else b"".join(queue)
         queue.clear()
         self.pending -= len(data)
@@ -199,14 +203,14 @@ class Outbound:
             sent = 0
         except OSError:
             self.closed = True
-            return SendStatus.DROPPED
+            return DROPPED
         tls_unsent = conn.scheme == "https" and bool(sock.unsent)
         if sent < len(data) or tls_unsent:
             rest = data[sent:]  # may be b"": the flusher then only drains the TLS layer
             self.pending += len(rest)
             self._flusher = gevent.spawn(self._flush, rest)
-            return SendStatus.BACKPRESSURE
-        return SendStatus.SENT
+            return BACKPRESSURE
+        return SENT
 
     def _flush(self, data: bytes) -> None:
         conn = self._conn
@@ -243,6 +247,10 @@ class Outbound:
     def flushing(self) -> bool:
         """True while a backlog is being written."""
         return self._flusher is not None
+
+    def queued(self) -> bytes:
+        """A copy of the whole messages waiting in the queue, in order (not the one in flight)."""
+        return b"".join(self._queue)
 
     def discard(self) -> int:
         """Drop the messages still waiting whole (not the one being written); bytes dropped."""
