@@ -3,15 +3,24 @@
 Theory of operation. Once upgraded, the connection greenlet only reads (it is the one that
 notices the peer leaving), while any greenlet of the worker may write. `Outbound` makes the
 writes safe without ever parking the caller: a send first tries the socket directly (the
-common case costs one syscall and no switch); whatever the kernel does not take goes into a
-FIFO that one flusher greenlet drains, and later sends queue behind it, so bytes of two
-senders never interleave and arrive in the order they were handed over. A hub fan-out to a
-thousand members therefore never waits for the slowest one; `pending` shows the backlog.
+common case costs one syscall and no switch); whatever the kernel does not take goes to one
+flusher greenlet, and later sends queue behind it, so bytes of two senders never interleave
+and arrive in the order they were handed over. A hub fan-out to a thousand members therefore
+never waits for the slowest one. Until the handler has returned (the head is not out yet)
+the `Outbound` is held: sends queue and go out right behind the head once `attach` is called.
+
+The queue is the backlog of a peer that reads slower than we send; `backlog` measures it and
+the owner (`Channel`, `EventStream`) bounds it: past its limit it drops further messages or
+closes the connection. The queue only ever holds whole messages (the one part-written message
+belongs to the flusher), so an owner that gives up on a peer can `discard` them and still put
+a well-framed last word (a WebSocket close frame) behind the one in flight.
 
 `send_soon` is the broadcast variant: the bytes wait (corked) until the current turn of the
 event loop ends, so every frame a burst of broadcasts hands to one member in that turn goes
 out in one write. A thousand members and twenty queued broadcasts then cost a thousand
-syscalls instead of twenty thousand; later `send`s queue behind the corked bytes.
+syscalls instead of twenty thousand; later `send`s queue behind the corked bytes. A cork
+holds at most `CORK_BYTES`; past that it is written at once, so corked bytes (which do not
+count as backlog: the peer has not refused them) stay bounded too.
 
 `Readers` is the read side for many connections at once (Pulse uses it for plain-TCP
 channels): their sockets sit in one epoll set whose fd is the only thing libev watches, and
@@ -31,11 +40,13 @@ import logging
 import os
 import select
 import socket
+import sys
 import time
 import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any, Final
 
 import gevent
 from gevent.monkey import get_original
@@ -46,7 +57,16 @@ from socketify.server.connection import READ_SIZE, PeerGone
 if TYPE_CHECKING:
     from socketify.server.connection import Connection
 
-__all__ = ["Outbound", "Readers", "read_some", "readers"]
+__all__ = [
+    "MAX_BACKPRESSURE",
+    "UNBOUNDED",
+    "Outbound",
+    "Readers",
+    "SendStatus",
+    "check_max_backpressure",
+    "read_some",
+    "readers",
+]
 
 log = logging.getLogger("socketify.error")
 
@@ -55,80 +75,156 @@ log = logging.getLogger("socketify.error")
 BATCH = 256
 
 
+class SendStatus(IntEnum):
+    """What a send did, as uWebSockets reports it; falsy only when nothing was sent.
+
+    `SENT` equals `True` and `DROPPED` equals `False`, so code that treated the result as a
+    bool keeps working; `BACKPRESSURE` is truthy too (the message will go out).
+    """
+
+    DROPPED = 0  # not sent: the connection is closed or closing, or its backlog is full
+    SENT = 1  # the kernel took it (or it goes out at the end of the handler or loop turn)
+    BACKPRESSURE = 2  # accepted, but it waits in the backlog: the peer reads slower than we send
+
+
+# PERF: an Enum member lookup costs ~0.14 µs, more than the rest of a send; use these.
+SENT: Final = SendStatus.SENT
+BACKPRESSURE: Final = SendStatus.BACKPRESSURE
+DROPPED: Final = SendStatus.DROPPED
+
+# The default bound of a connection's backlog (`max_backpressure`, SSE's too). uWebSockets
+# defaults to 64 KiB and, past it, silently drops messages; Node's `ws` has no bound at all
+# (it reports `bufferedAmount` and leaves the policy to the app). We close the connection
+# instead of dropping (a protocol with history must not lose messages silently), so the bound
+# is more generous than uWebSockets': a healthy client behind a slow link that absorbs a
+# burst is not cut off, while a client that stopped reading costs at most this much plus the
+# message that crossed it (the issue-16 bar is 2 MiB of worker memory per stalled client).
+MAX_BACKPRESSURE = 1 << 20
+# Ask for no bound explicitly: `max_backpressure=UNBOUNDED` (the app then owns the memory).
+UNBOUNDED = sys.maxsize
+CORK_BYTES = 64 * 1024  # a cork bigger than this is written at once (see the module doc)
+
+
+def check_max_backpressure(value: object) -> int:
+    """`value` as a backlog bound in bytes; ValueError for anything but a positive int."""
+    if value is None:
+        raise ValueError(
+            "max_backpressure=None no longer means unbounded: give a byte count "
+            f"(default {MAX_BACKPRESSURE}), or UNBOUNDED to ask for no bound"
+        )
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"max_backpressure must be a positive number of bytes, not {value!r}")
+    return value
+
+
 class Outbound:
     """The write side of an upgraded connection: non-blocking sends, one flusher, FIFO order."""
 
     __slots__ = ("_conn", "_corked", "_flusher", "_queue", "closed", "on_drain", "pending")
 
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-        self._queue: deque[bytes] = deque()
+    def __init__(self) -> None:
+        self._conn: Connection | None = None  # None while held (the handler still runs)
+        self._queue: deque[bytes] = deque()  # whole messages only (see the module doc)
         self._flusher: Any = None
         self._corked = False  # bytes in the queue wait for the end of this loop turn
         self.pending = 0  # bytes handed to us that the kernel has not taken yet
         self.closed = False
         self.on_drain: Callable[[], None] | None = None  # called when a backlog is gone
 
-    def send(self, data: bytes) -> bool:
-        """Write `data` after everything sent before it; False once the connection is dead."""
-        if self.closed:
-            return False
-        if self._flusher is not None or self._corked:
-            self._queue.append(data)
-            self.pending += len(data)
-            return True
+    @property
+    def attached(self) -> bool:
+        """True once `attach` gave us the connection (the handler has returned)."""
+        return self._conn is not None
+
+    def attach(self, conn: Connection) -> SendStatus:
+        """Start writing to `conn`, first what was sent while held; DROPPED if it is dead."""
+        self._conn = conn
+        queue = self._queue
+        if self.closed or not queue:
+            return DROPPED if self.closed else SENT
+        data = b"".join(queue)
+        queue.clear()
+        self.pending = 0
         return self._write(data)
 
-    def send_soon(self, data: bytes) -> bool:
+    def send(self, data: bytes) -> SendStatus:
+        """Write `data` after everything sent before it (never parks the caller)."""
+        if self.closed:
+            return DROPPED
+        if self._flusher is not None:
+            self._queue.append(data)
+            self.pending += len(data)
+            return BACKPRESSURE
+        if self._corked or self._conn is None:
+            self._queue.append(data)
+            self.pending += len(data)
+            if self._corked and self.pending >= CORK_BYTES:
+                return self._uncork()
+            return SENT
+        return self._write(data)
+
+    def send_soon(self, data: bytes) -> SendStatus:
         """`send`, but written when this loop turn ends, with the rest sent to us meanwhile."""
         if self.closed:
-            return False
+            return DROPPED
         self._queue.append(data)
         self.pending += len(data)
-        if self._flusher is None and not self._corked:
-            self._corked = True
-            gevent.get_hub().loop.run_callback(self._uncork)
-        return True
+        if self._corked:  # the usual case within a burst of broadcasts
+            return SENT if self.pending < CORK_BYTES else self._uncork()
+        if self._flusher is not None:
+            return BACKPRESSURE
+        if self._conn is None:
+            return SENT  # held: goes out behind the head
+        self._corked = True
+        gevent.get_hub().loop.run_callback(self._uncork)
+        return SENT
 
-    def _uncork(self) -> None:
+    def _uncork(self) -> SendStatus:
         self._corked = False
         queue = self._queue
         if self.closed or self._flusher is not None or not queue:
-            return  # gone, or a flusher (which drains the queue) took over meanwhile
+            return SENT  # gone, or a flusher (which drains the queue) took over
         data = queue[0] if len(queue) == 1 else b"".join(queue)
         queue.clear()
         self.pending -= len(data)
-        if not self._write(data):
-            shutdown(self._conn)  # the reading greenlet sees EOF and ends the connection
+        status = self._write(data)
+        if not status:
+            shutdown(self._conn)  # type: ignore[arg-type]  # the reader sees EOF and ends
+        return status
 
-    def _write(self, data: bytes) -> bool:
-        """Try the socket now; queue what the kernel does not take behind a new flusher."""
-        sock = self._conn.sock
+    def _write(self, data: bytes) -> SendStatus:
+        """Try the socket now; what the kernel does not take goes to a new flusher."""
+        conn = self._conn
+        assert conn is not None
+        sock = conn.sock
         try:
             sent = sock.send(data)
         except BlockingIOError:
             sent = 0
         except OSError:
             self.closed = True
-            return False
-        tls_unsent = self._conn.scheme == "https" and bool(sock.unsent)
+            return DROPPED
+        tls_unsent = conn.scheme == "https" and bool(sock.unsent)
         if sent < len(data) or tls_unsent:
-            rest = data[sent:]
-            self._queue.append(rest)  # may be b"": the flusher then only drains the TLS layer
+            rest = data[sent:]  # may be b"": the flusher then only drains the TLS layer
             self.pending += len(rest)
-            self._flusher = gevent.spawn(self._flush)
-        return True
+            self._flusher = gevent.spawn(self._flush, rest)
+            return BACKPRESSURE
+        return SENT
 
-    def _flush(self) -> None:
+    def _flush(self, data: bytes) -> None:
         conn = self._conn
+        assert conn is not None
         queue = self._queue
         try:
-            while queue:
-                data = queue.popleft()
+            while True:
                 conn._send(data)  # parks only this greenlet while the kernel buffer is full
                 self.pending -= len(data)
                 # A blocked send arms the stalled-reader deadline; it is over now.
                 conn.deadline = None
+                if not queue:
+                    break
+                data = queue.popleft()
         except (PeerGone, OSError):
             self.closed = True
             queue.clear()
@@ -140,14 +236,29 @@ class Outbound:
 
     @property
     def backlog(self) -> int:
-        """Bytes the kernel refused, waiting for the flusher (corked bytes are not refused)."""
-        # While corked there is no flusher, so everything pending is corked.
+        """Bytes waiting for the peer to read: refused by the kernel, or held for the head.
+
+        Corked bytes are not counted (the kernel has not refused them, and `CORK_BYTES`
+        bounds them); while corked there is no flusher, so everything pending is corked.
+        """
         return 0 if self._corked else self.pending
 
     @property
     def flushing(self) -> bool:
         """True while a backlog is being written."""
         return self._flusher is not None
+
+    def queued(self) -> bytes:
+        """A copy of the whole messages waiting in the queue, in order (not the one in flight)."""
+        return b"".join(self._queue)
+
+    def discard(self) -> int:
+        """Drop the messages still waiting whole (not the one being written); bytes dropped."""
+        queue = self._queue
+        dropped = sum(map(len, queue))
+        queue.clear()
+        self.pending -= dropped
+        return dropped
 
     def wait_flushed(self, timeout: float) -> bool:
         """Park the caller until the backlog is written (or `timeout`); True if it was."""

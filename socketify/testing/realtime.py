@@ -6,6 +6,12 @@ real connection code (`socketify.server.in_process`), so the handshake, the hand
 live worker; only the network and the process are missing. Reads wait cooperatively on this
 thread's gevent hub, which is what lets the server side run: use these sessions from the
 test's own greenlet (not from another thread), and keep handlers cooperative, as in a worker.
+
+Backpressure is the live one too: the socket pair's kernel buffers stand in for the network's,
+so a session that does not receive while the server sends is a slow reader. Past the route's
+`max_backpressure` its WebSocket is closed with 1008 (the next `receive` calls return what was
+in flight, then raise `WebSocketClosed`) and its event stream ends (`EOFError`); an idle one
+gets its 1001 close frame.
 """
 
 from __future__ import annotations
@@ -162,7 +168,10 @@ class WebSocketSession:
             fin, op, payload = self._frame(timeout)
             if op == Opcode.PING:
                 if not self._close_sent:
-                    self._wire.send(_client_frame(Opcode.PONG, payload))
+                    try:
+                        self._wire.send(_client_frame(Opcode.PONG, payload))
+                    except OSError:
+                        pass  # the server is gone already; its close frame may still be here
                 continue
             if op == Opcode.PONG:
                 self.pongs.append(payload)

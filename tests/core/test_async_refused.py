@@ -99,3 +99,20 @@ def test_plain_callables_still_register_and_answer() -> None:
 def test_a_non_callable_handler_is_refused() -> None:
     with pytest.raises(TypeError, match="must be callable"):
         Server().get("/", "not a function")  # type: ignore[arg-type]
+
+
+def test_async_websocket_callbacks_are_refused_at_registration() -> None:
+    from socketify.protocol.websocket import Connection as Protocol
+    from socketify.realtime.pulse import easy
+    from socketify.realtime.pulse.channel import Channel
+
+    async def on_message(ws: Any, data: Any, is_binary: bool) -> None: ...
+
+    with pytest.raises(TypeError, match="message callback"):
+        Server().ws("/chat", message=on_message)
+    channel = Channel(Protocol())
+    with pytest.raises(TypeError, match="on_text callback"):
+        channel.on_text(async_handler)
+    app = easy.App()
+    with pytest.raises(TypeError, match="connection handler"):
+        app.on("/events", async_handler)

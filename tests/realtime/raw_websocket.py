@@ -67,9 +67,21 @@ class RawWebSocket:
     """An upgraded connection: `send(bytes)` raw, `recv_frame()` one server frame."""
 
     def __init__(
-        self, port: int, target: str = "/", *, extensions: str = "", timeout: float = 5.0
+        self,
+        port: int,
+        target: str = "/",
+        *,
+        extensions: str = "",
+        timeout: float = 5.0,
+        rcvbuf: int | None = None,
     ) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        """Connect and upgrade; `rcvbuf` shrinks SO_RCVBUF first (a slow reader's window)."""
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf is not None:
+            # Before connect: the window the kernel advertises is fixed at the handshake.
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(timeout)
+        self.sock.connect(("127.0.0.1", port))
         key = base64.b64encode(os.urandom(16)).decode()
         lines = [
             f"GET {target} HTTP/1.1",

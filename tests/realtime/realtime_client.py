@@ -20,8 +20,21 @@ class Event:
 class SseClient:
     """Opens `GET target` and reads the event stream one block (up to a blank line) at a time."""
 
-    def __init__(self, port: int, target: str, headers: str = "", method: str = "GET") -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    def __init__(
+        self,
+        port: int,
+        target: str,
+        headers: str = "",
+        method: str = "GET",
+        rcvbuf: int | None = None,
+    ) -> None:
+        """Send the request and read the head; `rcvbuf` shrinks SO_RCVBUF (a slow reader)."""
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf is not None:
+            # Before connect: the window the kernel advertises is fixed at the handshake.
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(5)
+        self.sock.connect(("127.0.0.1", port))
         request = f"{method} {target} HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n"
         self.sock.sendall(f"{request}{headers}\r\n".encode())
         self.buf = b""

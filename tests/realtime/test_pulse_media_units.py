@@ -85,13 +85,14 @@ def _hub_with_members(count: int) -> tuple[MediaHub, list[Channel]]:
 
 def _sent_frames(ch: Channel) -> list[Frame]:
     """The media frames queued on `ch` (server frames are unmasked; these are all short)."""
-    queued = ch._queued or []
+    wire = ch.queued()  # nothing is written before the channel is connected
     frames = []
-    for wire in queued:
+    while wire:
         assert wire[0] == 0x80 | Opcode.BINARY and wire[1] < 126
-        frame = unpack(wire[2:])
+        frame = unpack(wire[2 : 2 + wire[1]])
         assert frame is not None
         frames.append(frame)
+        wire = wire[2 + wire[1] :]
     return frames
 
 

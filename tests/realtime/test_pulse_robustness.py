@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from raw_websocket import PING, PONG, TEXT, RawWebSocket, client_frame, close_frame
+from raw_websocket import CLOSE, PING, PONG, TEXT, RawWebSocket, client_frame, close_frame
 from websockets.exceptions import ConnectionClosed
 from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 from websockets.sync.client import ClientConnection, connect
@@ -97,17 +97,22 @@ def test_idle_client_that_answers_pings_stays_connected(live: LiveServer) -> Non
         assert ws.recv_message(timeout=5) == (TEXT, b"still here")
 
 
-def test_idle_client_that_ignores_pings_is_closed(live: LiveServer) -> None:
+def test_idle_client_that_ignores_pings_gets_a_1001_close_frame_then_is_dropped(
+    live: LiveServer,
+) -> None:
     token = uuid.uuid4().hex
     with _events(live) as watcher, RawWebSocket(live.port, f"/idle?token={token}") as ws:
         _pid(ws.recv_message()[1].decode())
         started = time.monotonic()
         ping = ws.recv_frame(timeout=5)
         assert ping.opcode == PING
+        close = ws.recv_frame(timeout=5)
+        assert (close.opcode, close.close_code) == (CLOSE, 1001), close
+        assert close.payload[2:] == b"idle timeout"
         assert ws.at_eof(timeout=5), "a silent peer must be dropped"
         elapsed = time.monotonic() - started
         assert elapsed < 8 * IDLE, f"dropped after {elapsed:.2f} s"  # two idle periods + slack
-        assert _reported_close(watcher, token) == 1006
+        assert _reported_close(watcher, token) == 1001
 
 
 def test_websockets_client_with_its_own_keepalive_is_never_dropped(live: LiveServer) -> None:

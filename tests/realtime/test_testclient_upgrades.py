@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
 import gevent
 import pytest
 
@@ -188,3 +193,77 @@ def test_head_on_an_sse_route_gives_the_stream_headers_only() -> None:
     assert answer.status == 200
     assert answer.headers["Content-Type"].startswith("text/event-stream")
     assert answer.body == b""
+
+
+def _until(condition: Callable[[], object], timeout: float = 10.0) -> None:
+    """Let the server side run (cooperatively) until `condition()` holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the server side did not get there in time"
+        gevent.sleep(0.01)
+
+
+def make_flooding_server() -> tuple[Server, dict[str, Any]]:
+    """Routes that send far more than a reader that does not read can take."""
+    server = Server()
+    seen: dict[str, Any] = {"closes": []}
+
+    def flood(ch: pulse.Channel, text: str) -> None:
+        statuses = [ch.send_binary(b"x" * 65536) for _ in range(int(text))]
+        seen["statuses"] = Counter(status.name for status in statuses)
+
+    def closed(ws: pulse.Channel, code: int, reason: str) -> None:
+        seen["closes"].append(code)
+
+    server.ws("/flood", message=lambda ws, data, is_binary: flood(ws, str(data)), close=closed)
+    server.ws("/idle", idle_timeout=0.2, close=closed)
+
+    @server.get("/events")
+    def events(req: Request, res: Response) -> None:
+        stream = sse.upgrade(req, res)
+        stream.on_close(lambda stream: seen["closes"].append("sse"))
+
+        def later() -> None:
+            seen["statuses"] = Counter(stream.send("x" * 65536).name for _ in range(400))
+
+        gevent.spawn_later(0.01, later)
+
+    return server, seen
+
+
+def test_websocket_session_that_does_not_receive_is_closed_1008_past_the_backlog_limit() -> None:
+    server, seen = make_flooding_server()
+    with TestClient(server).websocket("/flood") as ws:
+        ws.send_text("400")  # 25 MiB; the socket pair and the limit hold a few
+        _until(lambda: "statuses" in seen)
+        statuses = seen["statuses"]
+        assert statuses["DROPPED"] > 300 and statuses["BACKPRESSURE"] * 65536 <= (1 << 20) + 65536
+        received = 0
+        with pytest.raises(WebSocketClosed) as closed:
+            while True:
+                assert ws.receive_bytes() == b"x" * 65536
+                received += 1
+        assert closed.value.code == 1008
+        assert 0 < received <= statuses["SENT"] + statuses["BACKPRESSURE"]
+    _until(lambda: seen["closes"])
+    assert seen["closes"] == [1008]
+
+
+def test_event_stream_session_that_does_not_read_is_ended_past_the_backlog_limit() -> None:
+    server, seen = make_flooding_server()
+    with TestClient(server).sse("/events") as stream:
+        _until(lambda: seen["closes"])
+        assert seen["statuses"]["DROPPED"] > 300
+        with pytest.raises(EOFError):
+            while True:
+                stream.next_event()
+
+
+def test_idle_websocket_session_gets_a_1001_close_frame() -> None:
+    server, seen = make_flooding_server()
+    with TestClient(server).websocket("/idle") as ws:
+        _until(lambda: seen["closes"])  # not receiving: the ping goes unanswered
+        with pytest.raises(WebSocketClosed) as closed:
+            ws.receive()
+        assert (closed.value.code, closed.value.reason) == (1001, "idle timeout")
+    assert seen["closes"] == [1001]

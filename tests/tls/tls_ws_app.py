@@ -20,5 +20,14 @@ def ping(req: Request, res: Response) -> None:
     res.send("pong")
 
 
+def flood(ws: Channel, data: str | bytes, is_binary: bool) -> None:
+    """`COUNT SIZE`: send COUNT binary messages of SIZE bytes at once (a slow reader's bane)."""
+    count, size = map(int, str(data).split())
+    body = b"x" * size
+    for _ in range(count):
+        ws.send_binary(body)
+
+
 server.get("/ping", ping)
 server.ws("/ws", message=echo)
+server.ws("/flood", message=flood)

@@ -10,6 +10,10 @@
 
 `upgrade` checks the handshake with the sans-IO `protocol.websocket.server_handshake`, sets
 the 101 and hands the socket to the channel once the handler chain has returned.
+
+Sends return a `SendStatus` (`SENT`, `BACKPRESSURE`, `DROPPED`; truthy unless dropped). What
+waits for a slow peer is bounded by `max_backpressure` (`MAX_BACKPRESSURE`, 1 MiB, unless
+given; `UNBOUNDED` asks for no bound); see `upgrade`.
 """
 
 from __future__ import annotations
@@ -26,12 +30,22 @@ from socketify.protocol.websocket import (
 from socketify.protocol.websocket.handshake import OriginPolicy
 from socketify.realtime.pulse.channel import Channel
 from socketify.realtime.pulse.hub import Hub
+from socketify.server.upgraded import MAX_BACKPRESSURE, UNBOUNDED, SendStatus
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
     from socketify.core.response import Response
 
-__all__ = ["Channel", "Hub", "easy", "media", "upgrade"]
+__all__ = [
+    "MAX_BACKPRESSURE",
+    "UNBOUNDED",
+    "Channel",
+    "Hub",
+    "SendStatus",
+    "easy",
+    "media",
+    "upgrade",
+]
 
 
 def upgrade(
@@ -43,9 +57,32 @@ def upgrade(
     origins: OriginPolicy | None = None,
     *,
     idle_timeout: float | None = None,
-    max_backpressure: int | None = None,
+    max_backpressure: int = MAX_BACKPRESSURE,
+    close_on_backpressure_limit: bool = True,
 ) -> Channel | None:
-    """Accept a WebSocket upgrade: a `Channel`, or None after answering 400/426/403."""
+    """Accept a WebSocket upgrade: a `Channel`, or None after answering 400/426/403.
+
+    `idle_timeout` (seconds): a peer silent that long gets a ping; silent for another
+    period, it gets a close frame with 1001 (going away) and is dropped; `on_close` sees 1001.
+
+    `max_backpressure` (bytes, default `MAX_BACKPRESSURE` = 1 MiB) bounds what may wait for a
+    peer that reads slower than we send; frames sent in the handler, before the 101 is out,
+    count too. A send that finds more than that waiting is not sent and returns DROPPED, and
+    the channel closes with 1008 (policy violation: the peer does not read): the waiting
+    messages are discarded, the close frame goes right behind the one being written, and a
+    peer that never reads again is dropped after the close wait (5 s); `on_close` reports
+    1008. So a stalled peer costs at most the limit plus the message that crossed it.
+    `close_on_backpressure_limit=False` keeps the channel open and only drops (uWebSockets'
+    default policy; `on_drain` says when to resume), for streams where a lost message is
+    fine (live media). `UNBOUNDED` asks for no bound (the app then owns the memory).
+
+    Why these defaults: uWebSockets bounds the backlog at 64 KiB and drops silently past
+    it (`closeOnBackpressureLimit` off); Node's `ws` never bounds it (it only reports
+    `bufferedAmount`), which is how one stalled client grew a worker by 250 MB. A silent drop
+    corrupts any protocol with history, so we close; and since closing is harsher than
+    dropping, the bound is roomier than uWebSockets' so a healthy client behind a slow link
+    that absorbs a burst is not cut off, while ten stalled clients still cost ~10 MiB.
+    """
     deflate = compression if isinstance(compression, DeflateOptions) else None
     if compression is True:
         deflate = DeflateOptions()
@@ -69,6 +106,7 @@ def upgrade(
         outcome.subprotocol,
         idle_timeout=idle_timeout,
         max_backpressure=max_backpressure,
+        close_on_backpressure_limit=close_on_backpressure_limit,
     )
     res.status(101)
     for name, value in outcome.headers:

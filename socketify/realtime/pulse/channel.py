@@ -13,6 +13,16 @@ the protocol produced them. A close we start waits for the peer's close up to
 `close_timeout`; a protocol error sends its close frame, half-closes and lingers briefly so
 the peer can read it. The ending (close callbacks, flush, linger) always runs in the
 connection greenlet.
+
+A peer that reads slower than we send builds a backlog in `Outbound`; a send that finds it
+over `max_backpressure` is not sent (DROPPED). By default the channel then closes with 1008:
+the whole messages still waiting are discarded (a peer that does not read would never get
+them, and they are the memory we must give back), our close frame goes right behind the one
+message in flight, and the usual close wait bounds how long a peer that never reads again
+holds the connection; `on_close` reports 1008 either way. With
+`close_on_backpressure_limit=False` the channel stays open and only drops, as uWebSockets
+does by default. A channel whose peer stays silent through its `idle_timeout` (and the ping
+after it) gets a close frame with 1001 before the connection is dropped.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import gevent
 import orjson
 from gevent import GreenletExit
 
+from socketify.core.callables import require_blocking
 from socketify.protocol.websocket import (
     CLOSED,
     NEED_DATA,
@@ -41,7 +52,17 @@ from socketify.protocol.websocket import (
 )
 from socketify.protocol.websocket import Connection as Protocol
 from socketify.server.connection import READ_SIZE
-from socketify.server.upgraded import Outbound, linger, read_some, readers, shutdown
+from socketify.server.upgraded import (
+    DROPPED,
+    MAX_BACKPRESSURE,
+    Outbound,
+    SendStatus,
+    check_max_backpressure,
+    linger,
+    read_some,
+    readers,
+    shutdown,
+)
 
 if TYPE_CHECKING:
     from socketify.server.connection import Connection
@@ -61,7 +82,7 @@ CloseHandler = Callable[["Channel", int, str], Any]
 
 
 class Channel:
-    """A WebSocket connection; any greenlet may send; sends return False once it is closed."""
+    """A WebSocket connection; any greenlet may send; sends return a `SendStatus`."""
 
     __slots__ = (
         "_binary_taps",
@@ -73,12 +94,12 @@ class Channel:
         "_on_text",
         "_out",
         "_proto",
-        "_queued",
         "_reader",
         "_sock",
         "_waiter",
         "alive",
         "close_code",
+        "close_on_backpressure_limit",
         "id",
         "idle_timeout",
         "locals",
@@ -93,7 +114,8 @@ class Channel:
         subprotocol: str | None = None,
         *,
         idle_timeout: float | None = None,
-        max_backpressure: int | None = None,
+        max_backpressure: int = MAX_BACKPRESSURE,
+        close_on_backpressure_limit: bool = True,
     ) -> None:
         self._proto = proto
         self.subprotocol = subprotocol
@@ -102,11 +124,12 @@ class Channel:
         self.alive = True
         self.close_code: int | None = None
         self.idle_timeout = idle_timeout
-        self.max_backpressure = max_backpressure
+        # Settable per channel: bytes that may wait for a slow peer before sends stop.
+        self.max_backpressure = check_max_backpressure(max_backpressure)
+        self.close_on_backpressure_limit = close_on_backpressure_limit
         self.locals: dict[str, Any] = {}
         self.on_drain: Callable[[Channel], Any] | None = None
-        self._out: Outbound | None = None
-        self._queued: list[bytes] | None = []  # frames sent in the handler, before the 101
+        self._out = Outbound()  # held until the 101 is out; frames sent meanwhile wait in it
         self._reader: Connection | None = None
         self._sock: Any = None  # the socket `_on_readable` reads
         self._waiter: Any = None  # the connection greenlet, while it waits for the end
@@ -122,11 +145,13 @@ class Channel:
 
     def on_text(self, fn: TextHandler) -> TextHandler:
         """`fn(ch, text)` for each text message (replaces the previous handler)."""
+        require_blocking(fn, "the Pulse on_text callback")
         self._on_text = fn
         return fn
 
     def on_binary(self, fn: BytesHandler) -> BytesHandler:
         """`fn(ch, data)` for each binary message (replaces the previous handler)."""
+        require_blocking(fn, "the Pulse on_binary callback")
         self._on_binary = fn
         return fn
 
@@ -142,16 +167,20 @@ class Channel:
 
     def on_ping(self, fn: BytesHandler) -> BytesHandler:
         """`fn(ch, payload)` for each ping; the pong has already been queued."""
+        require_blocking(fn, "the Pulse on_ping callback")
+        require_blocking(fn, "the Pulse tap_binary callback")
         self._on_ping = fn
         return fn
 
     def on_pong(self, fn: BytesHandler) -> BytesHandler:
         """`fn(ch, payload)` for each pong."""
+        require_blocking(fn, "the Pulse on_pong callback")
         self._on_pong = fn
         return fn
 
     def on_close(self, fn: CloseHandler) -> CloseHandler:
         """`fn(ch, code, reason)` once, when the connection ends (appends; all run in order)."""
+        require_blocking(fn, "the Pulse on_close callback")
         if self.alive:
             self._on_close.append(fn)
         else:
@@ -160,19 +189,19 @@ class Channel:
 
     # -- sending ------------------------------------------------------------------------------
 
-    def send_text(self, text: str) -> bool:
-        """Send a text message."""
+    def send_text(self, text: str) -> SendStatus:
+        """Send a text message: SENT, BACKPRESSURE (queued for a slow peer) or DROPPED."""
         return self._send(Protocol.send_text, text)
 
-    def send_binary(self, data: bytes | bytearray | memoryview) -> bool:
-        """Send a binary message."""
+    def send_binary(self, data: bytes | bytearray | memoryview) -> SendStatus:
+        """Send a binary message: SENT, BACKPRESSURE (queued for a slow peer) or DROPPED."""
         return self._send(Protocol.send_binary, data)
 
-    def send_json(self, obj: Any) -> bool:
+    def send_json(self, obj: Any) -> SendStatus:
         """Send `obj` as a JSON text message."""
         return self._send(Protocol.send_text, orjson.dumps(obj).decode())
 
-    def send_frame(self, frame: bytes) -> bool:
+    def send_frame(self, frame: bytes) -> SendStatus:
         """Send a frame encoded once elsewhere (`frame_bytes`), e.g. by a hub broadcast.
 
         PERF: written when the event loop's current turn ends (`Outbound.send_soon`), so the
@@ -180,15 +209,18 @@ class Channel:
         """
         return self._send(Protocol.send_raw, frame, soon=True)
 
-    def ping(self, payload: bytes = b"") -> bool:
+    def ping(self, payload: bytes = b"") -> SendStatus:
         """Send a ping (payload ≤ 125 bytes)."""
         return self._send(Protocol.ping, payload)
 
     def close(self, code: int = CloseCode.NORMAL, reason: str = "") -> bool:
-        """Start the close handshake; the connection ends when the peer answers or times out."""
+        """Start the close handshake; the connection ends when the peer answers or times out.
+
+        The close frame goes out even past `max_backpressure` (it waits behind the backlog).
+        """
         if not self._send(Protocol.close, code, reason, backpressure=False):
             return False
-        if self._queued is None:  # in the handler the timer starts once the 101 is out
+        if self._out.attached:  # in the handler the timer starts once the 101 is out
             self._close_timer = gevent.spawn_later(CLOSE_TIMEOUT, self._close_timed_out)
         return True
 
@@ -198,41 +230,63 @@ class Channel:
         *args: Any,
         backpressure: bool = True,
         soon: bool = False,
-    ) -> bool:
+    ) -> SendStatus:
         if not self.alive:
-            return False
+            return DROPPED
         out = self._out
+        # Checked before the frame is made: with permessage-deflate, encoding a message
+        # moves the compression context, so a message dropped after that would corrupt the
+        # ones that follow.
+        # PERF: `pending` (a slot) bounds `backlog` (a property) from above; testing it first
+        # spares the property call on every send to a peer that keeps up (hub fan-out).
         limit = self.max_backpressure
-        if backpressure and limit is not None and out is not None and out.backlog > limit:
-            return False  # slow consumer: drop, the app learns it from the result and `drain`
+        if backpressure and out.pending > limit and out.backlog > limit:
+            if self.close_on_backpressure_limit:
+                self._close_slow_peer()
+            return DROPPED  # the app learns it from the result (and `drain`)
         try:
             data = method(self._proto, *args)
         except LocalProtocolError:
-            return False  # closing: nothing but the close handshake may go out now
-        if self._queued is not None:
-            self._queued.append(data)
-            return True
-        assert out is not None
-        if not (out.send_soon(data) if soon else out.send(data)):
+            return DROPPED  # closing: only the close handshake may go out now
+        status = out.send_soon(data) if soon else out.send(data)
+        if not status:
             self._abandon()
-            return False
-        return True
+        return status
+
+    def _close_slow_peer(self) -> None:
+        """Close with 1008 a peer whose backlog went over the limit, and free the backlog."""
+        if self._proto.state is not State.OPEN:
+            return  # already closing
+        # 1008 (policy violation), not 1013 (try again later): the cause is this peer not
+        # reading, not a server condition that retrying would outwait.
+        dropped = self._out.discard()
+        log.info(
+            "Pulse channel %s: its peer does not read; send backlog over %d bytes, "
+            "%d bytes discarded; closing with 1008",
+            self.id,
+            self.max_backpressure,
+            dropped,
+        )
+        self.close(CloseCode.POLICY_VIOLATION, "send backlog over limit: the peer does not read")
+
+    def queued(self) -> bytes:
+        """A copy of the frames waiting to be written, e.g. those sent before the 101 is out."""
+        return self._out.queued()
 
     @property
     def pending_bytes(self) -> int:
-        """Bytes sent but not yet taken by the kernel."""
-        return self._out.pending if self._out is not None else 0
+        """Bytes sent but not yet taken by the kernel (what is compared with the limit)."""
+        return self._out.pending
 
     # -- the connection's side ----------------------------------------------------------------
 
     def _run(self, conn: Connection) -> None:
         """`res.upgrade`: runs in the connection greenlet until the channel ends."""
-        out = self._out = Outbound(conn)
+        out = self._out
         out.on_drain = self._drained
         self._reader = conn
-        queued, self._queued = self._queued or [], None
         try:
-            if queued and not out.send(b"".join(queued)):
+            if not out.attach(conn):
                 self._finish(CloseCode.ABNORMAL, "")
                 return
             if self._proto.state is not State.OPEN and self._close_timer is None:
@@ -263,7 +317,7 @@ class Channel:
         close = self._dispatch()
         reply = proto.data_to_send()
         if reply:
-            self._out.send(reply)  # type: ignore[union-attr]
+            self._out.send(reply)
         return close
 
     def _read_loop(self, conn: Connection) -> Close:
@@ -315,11 +369,15 @@ class Channel:
         if not idle:
             return read_some(conn, wait_first=True)
         # Idle connections get a ping; one that stays silent for another period is gone.
-        for _ in range(2):
+        with gevent.Timeout(idle, False):
+            return read_some(conn, wait_first=True)
+        if self.ping(b"idle"):
             with gevent.Timeout(idle, False):
                 return read_some(conn, wait_first=True)
-            if not self.ping(b"idle"):
-                break
+        # Say why before dropping it: our close frame (1001, going away), then the end of
+        # input, which the protocol reports with our code; no wait for an answer that a
+        # silent peer will not send (the ending lingers briefly so the frame is not reset).
+        self._send(Protocol.close, CloseCode.GOING_AWAY, "idle timeout", backpressure=False)
         return b""
 
     def _dispatch(self) -> Close | None:

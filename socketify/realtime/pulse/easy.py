@@ -34,11 +34,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from socketify.core.callables import require_blocking
 from socketify.core.chain import hooked
 from socketify.core.routing import Router
 from socketify.realtime.pulse import upgrade
 from socketify.realtime.pulse.channel import Channel
 from socketify.realtime.pulse.hub import Hub
+from socketify.server.upgraded import SendStatus
 
 if TYPE_CHECKING:
     from socketify.core.app import Server
@@ -124,8 +126,8 @@ class Connection:
             self.default_room = None
         return self.app.hub.leave(room, self.channel)
 
-    def emit(self, type: str, data: Any = None) -> bool:
-        """Send one event to this connection only; False once it is closed."""
+    def emit(self, type: str, data: Any = None) -> SendStatus:
+        """Send one event to this connection only; a `SendStatus` (DROPPED once closed)."""
         return self.channel.send_text(envelope(type, data))
 
     def broadcast(
@@ -140,16 +142,19 @@ class Connection:
 
     def on(self, type: str, fn: EventHandler) -> EventHandler:
         """`fn(conn, data)` for each event of `type` (replaces the previous one)."""
+        require_blocking(fn, "the pulse.easy event handler")
         self._events[type] = fn
         return fn
 
     def on_raw(self, fn: RawHandler) -> RawHandler:
         """`fn(conn, text)` for each text message no event handler takes."""
+        require_blocking(fn, "the pulse.easy on_raw callback")
         self._raw = fn
         return fn
 
     def on_close(self, fn: CloseHandler) -> CloseHandler:
         """`fn(conn, code, reason)` when the connection ends (appends; run in order)."""
+        require_blocking(fn, "the pulse.easy on_close callback")
         self._close.append(fn)
         return fn
 
@@ -208,6 +213,7 @@ class App:
         """
         if handler is None:
             return lambda fn: self.on(path, fn, error_events=error_events, **options)
+        require_blocking(handler, f"the pulse.easy connection handler for {path!r}")
         known = path in self._routes
         self._routes[path] = (handler, error_events, options)  # a second `on` replaces the handler
         if self._server is not None and not known:

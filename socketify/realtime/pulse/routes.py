@@ -1,7 +1,7 @@
 """The uWebSockets-style shorthand behind `server.ws(path, open=, message=, close=, ...)`.
 
 The callbacks get the `Channel` itself (DESIGN §4b): `open(ws)`, `message(ws, data,
-is_binary)`, `drain(ws)`, `close(ws, code, reason)`.
+is_binary)`, `drain(ws)`, `close(ws, code, reason)`. Sends return a `SendStatus`.
 """
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from socketify.core.callables import require_blocking
 from socketify.realtime.pulse import upgrade
 from socketify.realtime.pulse.channel import Channel
+from socketify.server.upgraded import MAX_BACKPRESSURE, check_max_backpressure
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
@@ -27,12 +29,26 @@ def ws_handler(
     drain: Callable[[Channel], Any] | None = None,
     max_payload_length: int = 1 << 20,
     idle_timeout: float | None = None,
-    max_backpressure: int | None = None,
+    max_backpressure: int = MAX_BACKPRESSURE,
+    close_on_backpressure_limit: bool = True,
     compression: bool = False,
     subprotocols: tuple[str, ...] = (),
     origins: Any = None,
 ) -> Callable[[Request, Response], None]:
-    """A GET handler that upgrades and wires the callbacks to the channel."""
+    """A GET handler that upgrades and wires the callbacks to the channel.
+
+    The limits are `pulse.upgrade`'s: `idle_timeout` pings a silent peer, then closes it with
+    1001; `max_backpressure` (default 1 MiB; `pulse.UNBOUNDED` for none) bounds what waits
+    for a slow reader, and past it the channel closes with 1008 (`close` sees 1008) or, with
+    `close_on_backpressure_limit=False`, sends are dropped until `drain`. uWebSockets' names
+    and semantics, with a roomier bound that closes instead of a 64 KiB one that drops
+    silently; see `pulse.upgrade` for why.
+    """
+    check_max_backpressure(max_backpressure)  # a bad value fails at registration
+    callbacks = {"open": open, "message": message, "close": close, "drain": drain}
+    for role, callback in callbacks.items():
+        if callback is not None:
+            require_blocking(callback, f"the WebSocket {role} callback")
 
     def handler(req: Request, res: Response) -> None:
         ch = upgrade(
@@ -44,6 +60,7 @@ def ws_handler(
             origins,
             idle_timeout=idle_timeout,
             max_backpressure=max_backpressure,
+            close_on_backpressure_limit=close_on_backpressure_limit,
         )
         if ch is None:
             return
