@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from socketify.core.app import Server
+from socketify.app import Server
 from socketify.core.errors import HTTPError
 from socketify.core.options import ServerOptions
 from socketify.core.request import Request

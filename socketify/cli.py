@@ -371,7 +371,7 @@ def run_http(options: argparse.Namespace) -> int:
         raise UsageError(f"invalid --port: {options.port}")
     configure_logging("info", None, None)
     from socketify import Server, static_files
-    from socketify import logging as access_logging
+    from socketify.middleware import access_log as access_logging
 
     server = Server(workers=options.workers)
     server.use(access_logging.middleware(format="dev"))

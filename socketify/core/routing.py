@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 from urllib.parse import unquote
 
 from socketify.core.callables import require_blocking
-from socketify.core.chain import Plan
+from socketify.core.chain import Chain, Middleware
 from socketify.core.errors import HTTPError
 
 if TYPE_CHECKING:
@@ -41,8 +41,6 @@ __all__ = [
 ]
 
 Handler = Callable[["Request", "Response"], Any]
-Next = Callable[[], None]
-Middleware = Callable[["Request", "Response", Next], Any]
 H = TypeVar("H", bound=Callable[..., Any])
 
 ANY = "*"
@@ -104,7 +102,6 @@ class Route:
         "middleware",
         "params",
         "pattern",
-        "plan",
         "segments",
         "wildcard",
     )
@@ -115,8 +112,7 @@ class Route:
         self.pattern = pattern
         self.handler = handler
         self.middleware: list[Middleware] = []
-        self.chain: tuple[Callable[..., Any], ...] = (handler,)
-        self.plan: Plan | None = None  # the frozen chain when it has middleware
+        self.chain = Chain((), handler)  # group and route middleware join it at freeze
         # Compiled form: segments are ("s", text), ("p", name) or ("w", name).
         self.segments: list[tuple[str, str]] = []
         params: list[tuple[str, int]] = []
@@ -419,15 +415,13 @@ class Router:
         ]
         for route in self._routes:
             shape = _shape(route.segments)
-            chain: list[Callable[..., Any]] = []
+            chain: list[Middleware] = []
             for prefix, middleware in groups:
                 # Compare whole segments: "/api" covers "/api/x" but not "/apiv2/x".
                 if shape[: len(prefix)] == prefix:
                     chain.extend(middleware)
             chain.extend(route.middleware)
-            chain.append(route.handler)
-            route.chain = tuple(chain)
-            route.plan = Plan(chain) if len(chain) > 1 else None
+            route.chain = Chain(chain, route.handler)
             self._insert(route)
             if route.is_static:
                 static.setdefault("/" + "/".join(t for _, t in route.segments), []).append(route)

@@ -125,7 +125,7 @@ def middleware(
         if max_age:
             res.set_header("Access-Control-Max-Age", max_age)
 
-    return hooked(cors_middleware, before_may_end=False)
+    return hooked(cors_middleware)
 
 
 _ALLOW_LINES_KEPT = 256

@@ -53,7 +53,7 @@ def request_id(
                 res.set_header(header, rid)  # a custom generator's id gets the full checks
             return True
 
-        return hooked(custom_id_middleware, name="request_id_middleware", before_may_end=False)
+        return hooked(custom_id_middleware, name="request_id_middleware")
 
     def request_id_middleware(req: Request, res: Response) -> bool:
         if req._headers is None:
@@ -84,7 +84,7 @@ def request_id(
             res.put_line(line)
         return True
 
-    return hooked(request_id_middleware, before_may_end=False)
+    return hooked(request_id_middleware)
 
 
 _bits = random.getrandbits

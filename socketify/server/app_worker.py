@@ -11,7 +11,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from socketify.core.app import Server
+    from socketify.core.application import Application
     from socketify.core.tls_options import TlsOptions
     from socketify.server.schemes import BindPlan
     from workers.supervise.context import WorkerContext
@@ -21,9 +21,9 @@ class AppLoadError(Exception):
     """The APP argument does not name a Server."""
 
 
-def load_app(spec: str) -> Server:
+def load_app(spec: str) -> Application:
     """Import `module:attribute` (attribute defaults to `server`) and return the Server."""
-    from socketify.core.app import Server
+    from socketify.core.application import Application
 
     module_name, _, attribute = spec.partition(":")
     attribute = attribute or "server"
@@ -38,9 +38,9 @@ def load_app(spec: str) -> Server:
             app = getattr(app, part)
         except AttributeError:
             raise AppLoadError(f"module {module_name!r} has no attribute {attribute!r}") from None
-    if callable(app) and not isinstance(app, Server):
+    if callable(app) and not isinstance(app, Application):
         app = app()  # an app factory
-    if not isinstance(app, Server):
+    if not isinstance(app, Application):
         raise AppLoadError(f"{spec} is a {type(app).__name__}, not a socketify Server")
     return app
 
@@ -85,9 +85,9 @@ def probe_app(spec: str) -> None:
     print(json.dumps(settings))
 
 
-def add_access_log(app: Server, log_format: str) -> None:
+def add_access_log(app: Application, log_format: str) -> None:
     """Log every request of `app` to `socketify.access` (the `--access-log-format` flag)."""
-    from socketify import logging as access_logging
+    from socketify.middleware import access_log as access_logging
 
     app.use(
         access_logging.middleware(format=log_format, trust_proxy=app.settings.trust_proxy),
@@ -105,7 +105,7 @@ class ServeApp:
 
     def __init__(
         self,
-        app: Server | str,
+        app: Application | str,
         *,
         tls: TlsOptions | None = None,
         plan: BindPlan | None = None,

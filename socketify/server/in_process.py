@@ -19,12 +19,12 @@ from socketify.server.connection import Connection
 from socketify.server.service import HttpService
 
 if TYPE_CHECKING:
-    from socketify.core.app import Server
+    from socketify.core.application import Application
 
 __all__ = ["open_connection"]
 
 
-def open_connection(app: Server, remote_addr: str) -> Any:
+def open_connection(app: Application, remote_addr: str) -> Any:
     """A cooperative client socket whose peer is a connection served by `app`."""
     service = HttpService(app, [])
     ours, theirs = socket.socketpair()

@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from socketify.core.app import Server
+    from socketify.core.application import Application
     from socketify.server.schemes import BindPlan
 
 
 class MasterRunner:
     """`listen()` with pre-forked workers: a thin face over `workers.supervise.master.Master`."""
 
-    def __init__(self, app: Server, binds: list[str]) -> None:
+    def __init__(self, app: Application, binds: list[str]) -> None:
         from socketify.server.app_worker import ServeApp
         from workers.supervise.config import MasterConfig
         from workers.supervise.master import Master
@@ -56,7 +56,7 @@ class InProcessRunner:
     """`listen()` with `workers=0`: one process, one gevent hub, no fork."""
 
     def __init__(
-        self, app: Server, binds: list[str], *, tls: Any = None, plan: BindPlan | None = None
+        self, app: Application, binds: list[str], *, tls: Any = None, plan: BindPlan | None = None
     ) -> None:
         from gevent import monkey
 
@@ -99,7 +99,7 @@ class InProcessRunner:
         gevent.spawn(drain)
 
 
-def launch(app: Server, binds: list[str]) -> MasterRunner | InProcessRunner:
+def launch(app: Application, binds: list[str]) -> MasterRunner | InProcessRunner:
     """Serve `app` on `binds`; returns once it accepts connections."""
     if app.settings.workers == 0:
         return InProcessRunner(app, binds)

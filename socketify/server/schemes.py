@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from workers.supervise.sockets import TcpAddress, UnixAddress, parse_bind
 
 if TYPE_CHECKING:
-    from socketify.core.app import Server
+    from socketify.core.application import Application
     from socketify.core.request import Request
     from socketify.core.response import Response
     from socketify.server.service import HttpService
@@ -108,7 +108,7 @@ class BindPlan:
 
 
 def services_for(
-    app: Server,
+    app: Application,
     sockets: list[Any],
     *,
     tls: Any,
@@ -133,13 +133,13 @@ def services_for(
     return services
 
 
-def redirect_app(app: Server, https_port: int | None) -> Server:
+def redirect_app(app: Application, https_port: int | None) -> Application:
     """An app with `app`'s limits and timeouts that sends everything to HTTPS with a 308."""
-    from socketify.core.app import Server
+    from socketify.core.application import Application
 
     settings = app.settings
     options = {field.name: getattr(settings, field.name) for field in fields(settings)}
-    redirector = Server(**{**options, "tls": None, "compression": False})
+    redirector = Application(**{**options, "tls": None, "compression": False})
     suffix = "" if https_port in (None, 443) else f":{https_port}"
 
     def to_https(req: Request, res: Response, next: Callable[[], None]) -> None:

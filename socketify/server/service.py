@@ -29,7 +29,7 @@ from socketify.server.connection import IDLE, Connection
 from socketify.server.tls_stream import TlsStream, server_context
 
 if TYPE_CHECKING:
-    from socketify.core.app import Server
+    from socketify.core.application import Application
     from socketify.core.options import ServerOptions
     from socketify.core.request import Request
     from socketify.core.response import Response
@@ -48,7 +48,7 @@ class HttpService:
 
     def __init__(
         self,
-        app: Server,
+        app: Application,
         listeners: list[socket.socket],
         *,
         on_request: Callable[[], Any] | None = None,
@@ -77,9 +77,6 @@ class HttpService:
         """Begin accepting; returns at once (everything runs in greenlets)."""
         app = self.app
         app.freeze()
-        # PERF: the frozen app's generated request path (Server.freeze), looked up once
-        # here rather than through the app on every request.
-        self.handle = app.handle
         for watcher, sock in zip(self._watchers, self._listeners, strict=True):
             watcher.start(self._accept, sock)
         self._sweeper = gevent.spawn(self._sweep)

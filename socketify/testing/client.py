@@ -42,7 +42,7 @@ from socketify.protocol.http11 import (
 )
 
 if TYPE_CHECKING:
-    from socketify.core.app import Server
+    from socketify.core.application import Application
     from socketify.testing.realtime import EventStreamSession, WebSocketSession
 
 __all__ = ["LiveServer", "TestClient", "TestResponse"]
@@ -92,7 +92,7 @@ class TestClient:
 
     __test__ = False
 
-    def __init__(self, server: Server, *, remote_addr: str = "127.0.0.1") -> None:
+    def __init__(self, server: Application, *, remote_addr: str = "127.0.0.1") -> None:
         self.server = server
         self.remote_addr = remote_addr
         self.cookies: dict[str, str] = {}

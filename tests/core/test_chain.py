@@ -1,23 +1,20 @@
-"""Middleware chains: hooked middleware behaves exactly like the `(req, res, next)` form."""
+"""Middleware chains: the walking rules, and hooked middleware behaving like the `next` form."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from socketify import Request, Response, Server
-from socketify.core.chain import FLAT_AFTERS_MAX, Hooked, Plan, hooked
+from socketify.core.chain import Chain, Hooked, hooked
 from socketify.core.errors import HTTPError
 from socketify.protocol.http11 import RequestHead
 from socketify.testing import TestClient
 
 
-def _recorder(
-    log: list[str], name: str, *, stop: bool = False, end: bool = False, may_end: bool = True
-) -> Hooked:
+def _recorder(log: list[str], name: str, *, stop: bool = False, end: bool = False) -> Hooked:
     def before(req: Request, res: Response) -> bool:
         log.append(f"{name}>")
         if end:
@@ -27,7 +24,7 @@ def _recorder(
     def after(req: Request, res: Response, error: BaseException | None) -> None:
         log.append(f"<{name}:{type(error).__name__ if error else 'ok'}")
 
-    return hooked(before, after, name=name, before_may_end=may_end)
+    return hooked(before, after, name=name)
 
 
 def _breaks_after(log: list[str], name: str) -> Hooked:
@@ -170,14 +167,13 @@ SCENARIOS = {
         _ok,
         "/x",
     ),
-    # Befores that promise not to end the response when they go on (no check after them).
     **{
-        f"befores promising not to end, {where} stops": (
+        f"befores in a row, {where} stops": (
             lambda log, where=where: [
-                _recorder(log, "a", may_end=False),
-                _recorder(log, "b", may_end=False, stop=where == "b", end=where == "b"),
+                _recorder(log, "a"),
+                _recorder(log, "b", stop=where == "b", end=where == "b"),
                 _before_only(log, "c", stop=where == "c"),
-                _recorder(log, "d", may_end=False),
+                _recorder(log, "d"),
             ],
             _ok,
             "/x",
@@ -237,12 +233,12 @@ def test_only_the_after_hooks_of_hooks_that_went_on_run_innermost_first() -> Non
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_hooked_middleware_in_a_plan_matches_the_next_form(scenario: str) -> None:
+def test_hooked_middleware_in_a_chain_matches_the_next_form(scenario: str) -> None:
     build, handler, path = SCENARIOS[scenario]
-    fast = _run(build, handler, path)
-    slow = _run(lambda log: [m if not isinstance(m, Hooked) else _as_plain(m) for m in build(log)],
+    hooks = _run(build, handler, path)
+    plain = _run(lambda log: [m if not isinstance(m, Hooked) else _as_plain(m) for m in build(log)],
                 handler, path)  # fmt: skip
-    assert fast == slow
+    assert hooks == plain
 
 
 def test_after_only_hooks_run_when_reached_even_though_not_called_on_the_way_in() -> None:
@@ -312,42 +308,58 @@ def test_hooked_middleware_is_an_ordinary_callable_middleware() -> None:
     log: list[str] = []
     middleware = _recorder(log, "a")
     calls: list[str] = []
-    req = Request.__new__(Request)  # the hooks above never look at the request
-    middleware(req, Response.__new__(Response), lambda: calls.append("next"))
+    req = _request()
+    middleware(req, Response(req), lambda: calls.append("next"))
     assert calls == ["next"]
     assert log == ["a>", "<a:ok"]
     assert repr(middleware) == "<middleware a>"
 
 
-@pytest.mark.parametrize("with_after", [FLAT_AFTERS_MAX, FLAT_AFTERS_MAX + 1])
-def test_a_long_chain_runs_in_order_flat_or_not(with_after: int) -> None:
+def test_a_long_chain_runs_in_order() -> None:
     log: list[str] = []
-    chain = [_recorder(log, f"m{n}") for n in range(with_after)]
+    chain = [_recorder(log, f"m{n}") for n in range(20)]
     chain += [_before_only(log, f"b{n}") for n in range(60)]
-    assert Plan(chain, lambda req, res: None).flat is (with_after <= FLAT_AFTERS_MAX)
     _log, status, text = _run(lambda _: chain, _ok, "/x")
     assert (status, text) == (200, "ok\n")
     assert log == (
-        [f"m{n}>" for n in range(with_after)]
+        [f"m{n}>" for n in range(20)]
         + [f"b{n}>" for n in range(60)]
-        + [f"<m{n}:ok" for n in reversed(range(with_after))]
+        + [f"<m{n}:ok" for n in reversed(range(20))]
     )
 
 
-def test_a_traceback_through_a_flat_chain_shows_its_generated_lines() -> None:
-    import traceback
+def _request() -> Request:
+    return Request(RequestHead("GET", "/", "/", "", "HTTP/1.1", []), b"", "127.0.0.1")
 
-    def broken(req: Request, res: Response) -> bool:
-        raise ValueError("broken before")
 
-    plan = Plan([hooked(broken, name="broken")], lambda req, res: None)
-    assert plan.run is not None
-    req = Request(RequestHead("GET", "/", "/", "", "HTTP/1.1", []), b"", "127.0.0.1")
-    with pytest.raises(ValueError) as caught:
-        plan.run(req, Response(req))
-    shown = "".join(traceback.format_exception(caught.value))
-    assert re.search(r"<socketify chain \d+: broken>", shown)
-    assert "before_0(req, res)" in shown
+def test_next_called_twice_runs_the_rest_of_the_chain_once() -> None:
+    log: list[str] = []
+
+    def twice(req: Request, res: Response, next: Callable[[], None]) -> None:
+        next()
+        next()
+
+    chain = Chain([twice, _plain(log, "p")], lambda req, res: log.append("end"))
+    req = _request()
+    chain.run(req, Response(req))
+    assert log == ["p>", "end", "<p:ok"]
+
+
+def test_the_end_runs_only_when_every_middleware_went_on_unanswered() -> None:
+    ends: list[str] = []
+    req = _request()
+    Chain([lambda req, res, next: None], lambda req, res: ends.append("stopped")).run(
+        req, Response(req)
+    )
+    res = Response(req)
+    answers = Chain(
+        [lambda req, res, next: (res.send("early"), next())],
+        lambda req, res: ends.append("answered"),
+    )
+    answers.run(req, res)
+    assert res.body == b"early"
+    Chain([], lambda req, res: ends.append("empty")).run(req, Response(req))
+    assert ends == ["empty"]
 
 
 def test_an_after_hook_that_answers_stops_the_error_for_the_hooks_outside() -> None:
@@ -365,17 +377,3 @@ def test_an_answering_hook_called_as_a_plain_middleware_answers_too() -> None:
     response = TestClient(server).get("/x")
     assert (response.status, response.text) == (409, "answered\n")
     assert log == ["<x:HTTPError"]
-
-
-def test_a_before_that_breaks_its_promise_not_to_end_lets_the_next_element_start() -> None:
-    # The promise is what lets the chain skip its check: kept by every built-in that makes it.
-    kept, _status, text = _run(
-        lambda log: [_recorder(log, "a", end=True), _recorder(log, "b")], _ok, "/x"
-    )
-    broken, _status, broken_text = _run(
-        lambda log: [_recorder(log, "a", end=True, may_end=False), _recorder(log, "b")],
-        _ok,
-        "/x",
-    )
-    assert kept == ["a>", "<a:ok"] and text == "ended by a\n"
-    assert broken == ["a>", "b>", "<b:ok", "<a:ok"] and broken_text == "ended by a\n"

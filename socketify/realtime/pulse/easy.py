@@ -43,7 +43,7 @@ from socketify.realtime.pulse.hub import Hub
 from socketify.server.upgraded import SendStatus
 
 if TYPE_CHECKING:
-    from socketify.core.app import Server
+    from socketify.core.application import Application
     from socketify.core.request import Request
     from socketify.core.response import Response
 
@@ -195,7 +195,7 @@ class App:
         self.error_events = error_events
         self._routes: dict[str, tuple[ConnectionHandler, bool | None, dict[str, Any]]] = {}
         self._live: dict[str, Connection] = {}
-        self._server: Server | None = None
+        self._server: Application | None = None
         self._late: Router | None = None  # routes recorded after the server froze its table
 
     def on(
@@ -220,7 +220,7 @@ class App:
             self._register(path)
         return handler
 
-    def bind(self, server: Server) -> App:
+    def bind(self, server: Application) -> App:
         """Register the recorded routes on `server`; routes recorded later follow at once."""
         if self._server is not None:
             raise RuntimeError("this pulse.easy App is already bound to a server")
