@@ -243,14 +243,18 @@ class Connection:
         a client that sent `Expect: 100-continue` to go ahead.
         """
         outer = self.phase, self.deadline
-        if not body.waited and body.head.expect_continue:
-            self._flush()  # answers to pipelined requests go first
-            self._send(CONTINUE)
         deadline = _monotonic() + self._body_time
         self.phase, self.deadline = BODY, deadline
         try:
+            if not body.waited and body.head.expect_continue:
+                self._flush()  # answers to pipelined requests go first
+                self._send(CONTINUE)
             # The body is usually on its way already: read before waiting.
             self._receive(wait_first=False)
+        except (PeerGone, ConnectionError):
+            # A client gone in the middle of its body is a body cut short (the parser says
+            # so, and the app unwinds with a 400), not an error of the app's to log.
+            self.parser.feed(b"")
         finally:
             self._body_time = deadline - _monotonic()
             self.phase, self.deadline = outer

@@ -9,7 +9,9 @@ The server is `apps.basic:patient`: header and body deadlines of 30 s, `max_body
 
 from __future__ import annotations
 
+import select
 import socket
+import struct
 from collections.abc import Iterator
 
 import pytest
@@ -200,3 +202,16 @@ def test_bare_cr_in_an_unfinished_head_is_refused_at_once(
         assert (res.status, res.header("connection")) == (400, "close")
         assert res.body.startswith(b"Bad Request: Bare CR")
         assert reader.at_eof(WAIT)
+
+
+def test_client_resetting_in_the_middle_of_a_body_being_read_logs_nothing(
+    patient: ServerProcess,
+) -> None:
+    sock = connect(patient.address, timeout=WAIT)
+    sock.sendall(request_bytes("POST", "/count", [("Content-Length", "5000")]) + b"x" * 10)
+    assert select.select([sock], [], [], 0.5)[0] == []  # the app is waiting for the rest
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()  # a reset, not a clean close
+    for _ in range(3):
+        assert get(patient.address, "/ping").body == b"pong"
+    assert "Traceback" not in patient.output()
