@@ -297,10 +297,12 @@ class Connection:
             return self._close(body)
         self.phase = WRITE
         keep_alive = head.keep_alive and not service.stopping
-        # A framing error in the body raises here: `serve` answers it instead of `res`.
-        unread = Unread.NONE if body is None else body.settle(res.status_code)
-        if unread is Unread.CLOSE:
-            keep_alive = False
+        unread = None
+        if body is not None:
+            # A framing error in the body raises here: `serve` answers it instead of `res`.
+            unread = body.settle(res.status_code)
+            if unread is not None:
+                keep_alive = keep_alive and unread is Unread.DRAIN
         if res.upgrade is not None:
             if unread is Unread.DRAIN:
                 self._drain(body)  # what is left would be read as the new protocol's bytes
@@ -322,7 +324,7 @@ class Connection:
                 self._flush()
             keep_alive = keep_alive and not res.close_connection
         service.request_done()
-        if unread is Unread.NONE:
+        if unread is None:
             return keep_alive
         # The answer goes out first: a client may wait for it before sending the rest.
         self._flush()

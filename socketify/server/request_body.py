@@ -1,17 +1,19 @@
 """The body of the request being answered, read from the connection only when the app asks.
 
-Theory of operation. Every request with a body reaches the app with a `RequestBody` of which
-not a byte has been read yet: middleware such as `body_limit` can refuse it from
-Content-Length alone, and a client that sent `Expect: 100-continue` is told to go ahead only
-when the app first reads. Pieces come straight from the parser's buffer while it has them (no
-IO, no hub switch); only when the parser needs more bytes does the body call its `wait`
-function, which the owner (the connection, or `TestClient`) supplies.
+Theory of operation. Every request with a body reaches the app with a `RequestBody` (the
+request's `BodyStream`) of which not a byte has been read yet: middleware such as
+`body_limit` can refuse it from Content-Length alone, and a client that sent
+`Expect: 100-continue` is told to go ahead only when the app first reads. Pieces come straight
+from the parser's buffer while it has them (no IO, no hub switch); only when the parser needs
+more bytes does the body call its `wait` function, which the owner (the connection, or
+`TestClient`) supplies.
 
 After the app has answered, `settle` decides what becomes of what it left unread: nothing
-(it read everything), `DRAIN` (read and drop the rest after answering, then keep the
-connection), or `CLOSE` (answer with `Connection: close` and stop reading). A body answered
-with 413 is never read further, and neither is one larger than `DRAIN_BUDGET` or one whose
-client may still be holding it back for a `100 Continue` we never sent. A framing error met
+(None: it read everything, or the rest was already buffered and is dropped), `DRAIN` (read
+and drop the rest after answering, then keep the connection), or `CLOSE` (answer with
+`Connection: close` and stop reading). A body answered with 413 is never read further, and
+neither is one larger than `DRAIN_BUDGET` or one whose client may still be holding it back
+for a `100 Continue` we never sent. A framing error met
 in the body, while the app read it or while settling, is raised by `settle` so that the
 owner answers it instead of the app's answer.
 """
@@ -19,8 +21,9 @@ owner answers it instead of the app's answer.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
+from socketify.body_stream import BodyStream
 from socketify.errors import HTTPError
 from socketify.protocol.http11 import (
     END_OF_MESSAGE,
@@ -40,49 +43,36 @@ DRAIN_BUDGET = 256 * 1024
 class Unread(enum.Enum):
     """What becomes of the part of a body the app did not read."""
 
-    NONE = "none"  # there is none: the body was read to its end
     DRAIN = "drain"  # read and drop it after the answer, then keep the connection
     CLOSE = "close"  # answer with Connection: close and never read it
 
 
-class RequestBody:
-    """The pieces of one request body, pulled from `parser` as the app iterates."""
+class RequestBody(BodyStream):
+    """The body of one request, its pieces pulled from `parser` as the app reads them."""
 
-    __slots__ = (
-        "_budget",
-        "_over",
-        "_parser",
-        "_wait",
-        "done",
-        "error",
-        "head",
-        "received",
-        "waited",
-    )
+    __slots__ = ("_budget", "_over", "_parser", "_wait", "done", "error", "head", "waited")
 
     def __init__(
         self, parser: RequestParser, head: RequestHead, wait: Callable[[RequestBody], object]
     ) -> None:
+        super().__init__(expected=head.content_length)
         self._parser = parser
         self._wait = wait  # called when the parser needs more bytes; receives them
         self.head = head
         self.done = False  # the end of the body was read
-        self.received = 0  # body bytes taken from the parser, read or dropped
         self.waited = False  # `wait` was called at least once (a 100 Continue went out)
         self.error: ParseError | None = None  # the framing error met in the body
         self._over = False  # the request was answered: the app may read no more
         self._budget = DRAIN_BUDGET
 
-    def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
+    def next_piece(self) -> bytes:
+        """The next piece, waiting for the client if it has not arrived; b"" at the end."""
         if self._over:
             raise RuntimeError("the request was answered; its body can no longer be read")
         if self.error is not None:
             raise HTTPError(self.error.status, self.error.detail)
         if self.done:
-            raise StopIteration
+            return b""
         parser = self._parser
         try:
             while (event := parser.next_event()) is NEED_DATA:
@@ -95,13 +85,12 @@ class RequestBody:
             raise HTTPError(exc.status, exc.detail) from None
         if event is END_OF_MESSAGE:
             self.done = True
-            raise StopIteration
+            return b""
         assert isinstance(event, bytes)
-        self.received += len(event)
         return event
 
-    def settle(self, status: int) -> Unread:
-        """After the app answered with `status`: what becomes of the unread rest.
+    def settle(self, status: int) -> Unread | None:
+        """After the app answered with `status`: what becomes of the unread rest, if any.
 
         What is already buffered is dropped now, without IO. Raises the body's ParseError,
         if there is one (met now or while the app read).
@@ -110,11 +99,11 @@ class RequestBody:
         if self.error is not None:
             raise self.error
         if self.done:
-            return Unread.NONE
+            return None
         if status == 413:
             return Unread.CLOSE  # a body refused as too large is never read
         if self.discard(None):
-            return Unread.NONE
+            return None
         expected = self.head.content_length
         if self._budget < 0 or (expected is not None and expected - self.received > self._budget):
             return Unread.CLOSE
