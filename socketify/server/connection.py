@@ -239,11 +239,13 @@ class Connection:
         """Receive more of the body the app is reading, under the body deadline.
 
         The deadline is one whole phase across the app's reads: only time spent waiting
-        for the client counts, not the app's own work between reads. The first wait tells
-        a client that sent `Expect: 100-continue` to go ahead.
+        for the client counts, not the app's own work between reads; and that time does
+        not count against the app's own deadline (`request_timeout`), which moves on by as
+        much. The first wait tells a client that sent `Expect: 100-continue` to go ahead.
         """
-        outer = self.phase, self.deadline
-        deadline = _monotonic() + self._body_time
+        outer_phase, outer_deadline = self.phase, self.deadline
+        started = _monotonic()
+        deadline = started + self._body_time
         self.phase, self.deadline = BODY, deadline
         try:
             if not body.waited and body.head.expect_continue:
@@ -256,8 +258,12 @@ class Connection:
             # so, and the app unwinds with a 400), not an error of the app's to log.
             self.parser.feed(b"")
         finally:
-            self._body_time = deadline - _monotonic()
-            self.phase, self.deadline = outer
+            now = _monotonic()
+            self._body_time = deadline - now
+            self.phase = outer_phase
+            if outer_deadline is not None:
+                outer_deadline += now - started
+            self.deadline = outer_deadline
 
     def _answer(self, head: RequestHead) -> bool:
         """Run the app, queue or write the response, settle the body; returns keep-alive."""

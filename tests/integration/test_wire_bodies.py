@@ -2,8 +2,8 @@
 413 mid-body, the unread rest drained or the connection closed.
 
 The server is `apps.basic:patient`: header and body deadlines of 30 s, `max_body_size` 512 KiB
-(above the 256 KiB the server drains of a body the app left unread), and `/limited` behind
-`body_limit(1000)`. A refusal that arrives while the socket timeout of
+(above the 256 KiB the server drains of a body the app left unread), `request_timeout` 1 s,
+and `/limited` behind `body_limit(1000)`. A refusal that arrives while the socket timeout of
 10 s still runs did not wait for a deadline.
 """
 
@@ -215,3 +215,17 @@ def test_client_resetting_in_the_middle_of_a_body_being_read_logs_nothing(
     for _ in range(3):
         assert get(patient.address, "/ping").body == b"pong"
     assert "Traceback" not in patient.output()
+
+
+def test_waiting_for_the_body_does_not_count_against_request_timeout(
+    patient: ServerProcess,
+) -> None:
+    # The handler sleeps 0.3 s, reads a body the client sends 2 s after the head, and sleeps
+    # 0.3 s again: over 2 s of wall clock, 0.6 s of its own (request_timeout is 1 s).
+    with connect(patient.address, timeout=WAIT) as sock:
+        head = request_bytes("POST", "/sleep-around-count?s=0.3", [("Content-Length", "5")])
+        sock.sendall(head)
+        assert select.select([sock], [], [], 2.0)[0] == []
+        sock.sendall(b"12345")
+        res = Reader(sock).read_response()
+    assert (res.status, res.body) == (200, b"5")

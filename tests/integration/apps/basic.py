@@ -138,6 +138,13 @@ def count_body(req: Request, res: Response) -> None:
     res.send(str(sum(len(piece) for piece in req.iter_body())))
 
 
+def sleep_around_count(req: Request, res: Response) -> None:
+    seconds = float(req.query.get("s", "0.3"))
+    time.sleep(seconds)
+    count_body(req, res)
+    time.sleep(seconds)
+
+
 def file(req: Request, res: Response) -> None:
     if not res.send_file(req.query["path"]):
         res.send_status(404)
@@ -163,6 +170,7 @@ def build(server: Server) -> Server:
     server.get("/host", host)
     server.post("/ignore", ignore_body)
     server.post("/count", count_body)
+    server.post("/sleep-around-count", sleep_around_count)
     server.post("/limited", count_body).use(body_limit(1000))
     return server
 
@@ -174,5 +182,8 @@ relaxed = build(Server(**SHORT))
 capped = build(Server(**SHORT, max_connections=5))
 # Long head and body deadlines: an answer that comes at once did not wait for one.
 patient = build(
-    Server(**{**SHORT, "header_timeout": 30.0, "body_timeout": 30.0, "max_body_size": 512 * 1024})
+    Server(
+        **{**SHORT, "header_timeout": 30.0, "body_timeout": 30.0, "max_body_size": 512 * 1024},
+        request_timeout=1.0,
+    )
 )
