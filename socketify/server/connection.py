@@ -52,7 +52,7 @@ log = logging.getLogger("socketify.error")
 READ_SIZE = 65536
 BATCH_BYTES = 65536  # flush pipelined responses once this much is queued
 BATCHES_BEFORE_YIELD = 4  # batches served back to back before letting others run
-LINGER_SECONDS = 2.0  # how long we drain input after an error answer, so it is not reset
+LINGER_SECONDS = 2.0  # how long we drain input after an answer we close on, so it is not reset
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _monotonic = time.monotonic
 
