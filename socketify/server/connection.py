@@ -291,7 +291,7 @@ class Connection:
             # request_timeout: the handler was parked on I/O past its deadline.
             log.error("request %s %s exceeded request_timeout", head.method, head.target)
             self._out.append(error_response(503, "Request timed out"))
-            return self._close(body)
+            return self._end_connection(body)
         except GreenletExit:
             raise
         except BaseException:
@@ -300,7 +300,7 @@ class Connection:
             # this client without an answer, or end the worker and every connection on it.
             log.exception("request %s %s failed", head.method, head.target)
             self._out.append(error_response(500, ""))
-            return self._close(body)
+            return self._end_connection(body)
         self.phase = WRITE
         keep_alive = head.keep_alive and not service.stopping
         unread = None
@@ -336,7 +336,7 @@ class Connection:
         self._flush()
         if keep_alive and unread is Unread.DRAIN and self._drain(body):
             return True
-        return self._close(body)
+        return self._end_connection(body)
 
     def _drain(self, body: RequestBody | None) -> bool:
         """Read and drop the body's unread rest within its budget; False: close instead."""
@@ -351,7 +351,7 @@ class Connection:
     def _receive_more(self) -> None:
         self._receive(wait_first=False)
 
-    def _close(self, body: RequestBody | None) -> bool:
+    def _end_connection(self, body: RequestBody | None) -> bool:
         """Close after the queued answers; linger if the client may still be sending a body."""
         if body is None or body.done:
             return False

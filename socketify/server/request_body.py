@@ -60,7 +60,7 @@ class RequestBody(BodyStream):
         self._wait = wait  # called when the parser needs more bytes; receives them
         self.head = head
         self.done = False  # the end of the body was read
-        self.waited = False  # `wait` was called at least once (a 100 Continue went out)
+        self.waited = False  # `wait` was called (so a 100 Continue, if asked for, went out)
         self.error: ParseError | None = None  # the framing error met in the body
         self._over = False  # the request was answered: the app may read no more
         self._budget = DRAIN_BUDGET
