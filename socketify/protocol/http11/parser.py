@@ -13,7 +13,7 @@ Content-Length with Transfer-Encoding, differing Content-Lengths, and transfer c
 than a lone `chunked` are all refused; a bare CR is refused as soon as the byte after it shows
 it is bare, without waiting for the head to end. Bare LF line ends are accepted in the head
 (RFC 9112 §2.2 permits it) but not in chunked framing (see `chunked`). An absolute-form target
-is routed by its path, and its authority replaces the Host header.
+is routed by its path, and its authority replaces the Host header (see `target`).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from socketify.protocol.http11.events import (
     _Sentinel,
 )
 from socketify.protocol.http11.grammar import FIELD_VALUE, TOKEN
+from socketify.protocol.http11.target import split_target, with_host
 
 __all__ = ["RequestParser"]
 
@@ -40,12 +41,6 @@ METHODS: Final = frozenset(
 VERSIONS: Final = frozenset({"HTTP/1.1", "HTTP/1.0"})
 
 _TARGET = re.compile(r"[\x21-\x7e]+")
-_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([^/?#]*)")
-# RFC 3986 authority without userinfo: a host (reg-name, IPv4 or a bracketed IP literal) and
-# an optional port. Userinfo is refused: RFC 9110 calls it an error in an http(s) URI.
-_AUTHORITY = re.compile(
-    r"(?:\[[0-9A-Za-z:.\-_~!$&'()*+,;=]+\]|[0-9A-Za-z\-._~%!$&'()*+,;=]+)(?::[0-9]*)?"
-)
 # Header lines joined by CRLF. Values may hold HTAB, visible ASCII and obs-text only, so a
 # bare CR or LF, NUL or other control character fails the match (and takes the slow path).
 _HEADER_BLOCK = re.compile(
@@ -349,7 +344,7 @@ class RequestParser:
         if authority:
             # RFC 9112 §3.2.2: an absolute-form target's authority replaces the Host header
             # (which HTTP/1.1 must still send, see `_framing`).
-            block = _with_host(block, authority)
+            block = with_host(block, authority)
         return RequestHead(
             method,
             target,
@@ -448,34 +443,11 @@ class RequestParser:
             raise self._fail(414, "Request target too long")
         if _TARGET.fullmatch(target) is None:
             raise self._fail(400, "Invalid character in request target")
-        path, query, authority = self._split_target(method, target)
+        try:
+            path, query, authority = split_target(method, target)
+        except ParseError as exc:
+            raise self._fail(exc.status, exc.detail) from None
         return method, target, path, query, version, authority
-
-    def _split_target(self, method: str, target: str) -> tuple[str, str, str]:
-        """(path, query, authority); the authority only of an absolute-form target."""
-        authority = ""
-        if target[0] == "/":
-            uri = target
-        elif target == "*":
-            if method != "OPTIONS":
-                raise self._fail(400, "Asterisk-form target is only for OPTIONS")
-            return "*", "", ""
-        elif method == "CONNECT":
-            return target, "", ""  # authority-form; no route serves it
-        else:
-            # Absolute-form (RFC 9112 §3.2.2): route by its path, like a proxy-facing origin.
-            scheme_host = _ABSOLUTE.match(target)
-            if scheme_host is None:
-                raise self._fail(400, "Malformed request target")
-            authority = scheme_host[1]
-            if _AUTHORITY.fullmatch(authority) is None:
-                raise self._fail(400, "Malformed authority in request target")
-            uri = target[scheme_host.end() :] or "/"
-            if uri[0] != "/":
-                uri = "/" + uri
-        uri = uri.partition("#")[0]
-        path, _, query = uri.partition("?")
-        return path, query, authority
 
     def _content_length(self, value: str, previous: int | None) -> int:
         if not (value.isascii() and value.isdigit()):
@@ -504,19 +476,6 @@ class RequestParser:
         if not self._remaining:
             self._state = _END
         return piece
-
-
-def _with_host(block: str, authority: str) -> str:
-    """The header lines `block` with Host set to `authority`, in place of any Host line."""
-    lines = block.split("\r\n") if block else []
-    host = "Host: " + authority
-    for index, line in enumerate(lines):
-        if line[:5].lower() == "host:":
-            lines[index] = host
-            break
-    else:
-        lines.append(host)  # HTTP/1.0 may omit Host
-    return "\r\n".join(lines)
 
 
 def _tokens(value: str) -> set[str]:
