@@ -1,11 +1,13 @@
 """`BodyStream`: a request body that is still arriving, read once, with a size limit.
 
-Theory of operation. A connection may hand `Request` an iterator of body pieces instead of the
-whole body, so that a large upload never sits in memory at once: `req.iter_body()` passes the
-pieces on as they arrive (the multipart parser spills them to temporary files), while
-`req.body` reads everything on first use for handlers that want bytes. A limit set before the
-first read (`body_limit`) is enforced up front from Content-Length, and for a chunked body
-while it streams: the piece that crosses it raises `HTTPError(413)`.
+Theory of operation. A connection may hand `Request` a body that has not been read yet, so
+that a large upload never sits in memory at once and an unwanted one is never read at all:
+`req.iter_body()` passes the pieces on as they arrive (the multipart parser spills them to
+temporary files), while `req.body` reads everything on first use for handlers that want
+bytes. The pieces come from an iterable, or from `next_piece`, which a subclass overrides to
+pull them from its own source (the connection's `RequestBody` reads its parser). A limit set
+before the first read (`body_limit`) is enforced up front from Content-Length, and for a
+chunked body while it streams: the piece that crosses it raises `HTTPError(413)`.
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ PAYLOAD_TOO_LARGE = "Payload Too Large"
 
 
 class BodyStream:
-    """An iterable of body pieces that can be consumed once, optionally capped in size."""
+    """Body pieces that can be consumed once, optionally capped in size."""
 
     __slots__ = ("_consumed", "_limit", "_source", "expected", "received")
 
-    def __init__(self, source: Iterable[bytes], expected: int | None = None) -> None:
-        self._source = source
+    def __init__(self, source: Iterable[bytes] = (), expected: int | None = None) -> None:
+        self._source = iter(source)
         self._limit: int | None = None
         self._consumed = False
         self.expected = expected  # the Content-Length, or None for a chunked body
@@ -43,6 +45,13 @@ class BodyStream:
         if self._limit is None or max_bytes < self._limit:
             self._limit = max_bytes
 
+    def next_piece(self) -> bytes:
+        """The next non-empty piece of the body, or b"" at its end."""
+        for piece in self._source:
+            if piece:
+                return piece
+        return b""
+
     def __iter__(self) -> Iterator[bytes]:
         if self._consumed:
             raise RuntimeError("the request body was already read as a stream")
@@ -50,15 +59,17 @@ class BodyStream:
         return self._pieces()
 
     def _pieces(self) -> Iterator[bytes]:
-        limit = self._limit
-        for piece in self._source:
-            if not piece:
-                continue
-            self.received += len(piece)
-            if limit is not None and self.received > limit:
-                raise HTTPError(413, PAYLOAD_TOO_LARGE)
-            yield piece
+        next_piece = self.next_piece
+        while piece := next_piece():
+            yield self._counted(piece)
 
     def read_all(self) -> bytes:
         """Read the rest of the body into one bytes object."""
         return b"".join(self)
+
+    def _counted(self, piece: bytes) -> bytes:
+        """`piece`, after counting it against the limit."""
+        self.received += len(piece)
+        if self._limit is not None and self.received > self._limit:
+            raise HTTPError(413, PAYLOAD_TOO_LARGE)
+        return piece

@@ -1,11 +1,13 @@
 """`Request`: one parsed HTTP request as handlers see it (SPEC §1.5, DESIGN §4).
 
-Built by the connection from a `RequestHead` and the body: the complete bytes, or an iterable
-of pieces still arriving (a `BodyStream`), which `iter_body()` passes on as they come and `body`
-reads whole on first use. Only what every request needs is computed up front; the header
-mapping, query, cookies, decoded path and proxy-aware address are parsed on first use and
-cached (SPEC §5.7 claimed lazy parsing and did not do it). Form and multipart parsing live in
-`socketify.core.body`; the methods here only delegate and cache.
+Built by the connection from a `RequestHead` and the body: `b""` when there is none, else an
+iterable of pieces that the connection reads only when asked (kept as a `BodyStream`), which
+`iter_body()` passes on as they come and `body` reads whole on first use. Nothing of a body is
+read before the app asks, so `limit_body` can refuse it from Content-Length alone. Only what
+every request needs is computed up front; the header mapping, query, cookies, decoded path
+and proxy-aware address are parsed on first use and cached (SPEC §5.7 claimed lazy parsing
+and did not do it). Form and multipart parsing live in `socketify.core.body`; the methods here
+only delegate and cache.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """`body_limit(n)`: a per-route or per-group body size cap, stricter than `max_body_size`.
 
-The limit is checked from Content-Length before a byte of the body is read, so an oversized
-upload is refused at once (SPEC §1.10.6 checked only after the whole body had arrived); a
-chunked body is counted as it streams and refused by the piece that crosses the limit. Either
-way the answer is 413 `Payload Too Large`.
+The limit is checked from Content-Length before a byte of the body is read (the connection
+reads a body only when the app asks for it), so an oversized upload is refused at once, and
+a client that sent `Expect: 100-continue` never gets its `100 Continue`. A chunked body is
+counted as it streams and refused by the piece that crosses the limit. Either way the answer
+is 413 `Payload Too Large` with `Connection: close`: the rest of the body is never read.
 """
 
 from __future__ import annotations

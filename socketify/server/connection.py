@@ -8,6 +8,13 @@ requests, the head from its first byte, the body, the handler with `request_time
 the service's sweeper throws `Expired` into a connection whose deadline has passed. Pipelined
 requests already in the buffer are answered in one batch and written with one send; after a
 batch served without waiting, the greenlet yields so no connection starves the others.
+
+Bodies are never read before the app runs: it gets a `RequestBody` that pulls pieces from
+the parser when it reads (see `request_body`), so a limit can refuse a body from its
+Content-Length before one byte of it, or a `100 Continue`, is sent. The body deadline counts
+only the time spent waiting for the client, across all the app's reads. After the answer the
+unread rest is dropped (within a budget) or the connection closes; a connection that closes
+on a client still sending lingers briefly, so the kernel does not reset our answer.
 """
 
 from __future__ import annotations
@@ -16,7 +23,6 @@ import errno
 import logging
 import socket
 import time
-from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from gevent import GreenletExit, get_hub, sleep
@@ -26,7 +32,6 @@ from socketify.core.response import Response
 from socketify.core.response_wire import buffered_bytes
 from socketify.protocol.http11 import (
     CLOSED,
-    END_OF_MESSAGE,
     NEED_DATA,
     ParseError,
     RequestHead,
@@ -36,7 +41,7 @@ from socketify.protocol.http11 import (
 )
 from socketify.server.errors import Expired, PeerGone
 from socketify.server.file_sender import send_file
-from socketify.server.request_body import BodyReader
+from socketify.server.request_body import RequestBody, Unread
 from socketify.server.tls_stream import TlsStream
 
 if TYPE_CHECKING:
@@ -47,19 +52,20 @@ log = logging.getLogger("socketify.error")
 READ_SIZE = 65536
 BATCH_BYTES = 65536  # flush pipelined responses once this much is queued
 BATCHES_BEFORE_YIELD = 4  # batches served back to back before letting others run
-LINGER_SECONDS = 2.0  # how long we drain input after an error answer, so it is not reset
+LINGER_SECONDS = 2.0  # how long we drain input after an answer we close on, so it is not reset
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _monotonic = time.monotonic
 
-IDLE, HEAD, BODY, HANDLER, WRITE, UPGRADED = range(6)
-STREAM_BODY_OVER = 256 * 1024  # larger (or chunked) bodies reach the handler as a stream
-DRAIN_UNREAD_UP_TO = 256 * 1024  # unread body bytes we read and drop to keep the connection
+# DISCARD: reading input only to drop it (an unread body after the answer, or before a
+# close); its deadline passing closes silently, as WRITE's does.
+IDLE, HEAD, BODY, HANDLER, WRITE, UPGRADED, DISCARD = range(7)
 
 
 class Connection:
     """Serves one accepted socket until it closes."""
 
     __slots__ = (
+        "_body_time",
         "_hub",
         "_out",
         "_read_watcher",
@@ -96,6 +102,7 @@ class Connection:
         self.greenlet: Any = None
         self.scheme = "https" if isinstance(sock, TlsStream) else "http"
         self.peer_cert: dict[str, Any] | None = None
+        self._body_time = 0.0  # seconds left of the current body's deadline
 
     # -- the request loop -------------------------------------------------------------------
 
@@ -169,16 +176,20 @@ class Connection:
             if event is CLOSED:
                 self._flush()
                 return
-            raise AssertionError(f"unexpected event {event!r} between requests")
+            # Unreachable: `_answer` keeps a connection only once the body was read to its
+            # end. Should it happen, close rather than read a body as a request (and never
+            # log what the client sent).
+            log.error("body bytes from %s where a request should start; closing", self.addr)
+            return
 
-    def _receive(self) -> bool:
+    def _receive(self, wait_first: bool = True) -> bool:
         """Read into the parser; returns False if we had to wait (the greenlet yielded)."""
         parser = self.parser
         waited = False
         if parser.buffered:
             if self.phase == IDLE:
                 self._start_head()  # part of a pipelined request is already here
-        elif not (self.scheme == "https" and self.sock.buffered):
+        elif wait_first and not (self.scheme == "https" and self.sock.buffered):
             # PERF: a keep-alive client sends its next request only after reading our answer,
             # so reading now would nearly always be a wasted EAGAIN syscall: wait first.
             self._wait_readable()
@@ -224,68 +235,49 @@ class Connection:
             self._reading = False
             self._read_watcher.stop()
 
-    def _read_body(self, head: RequestHead) -> bytes:
-        """The whole body, read under one body deadline (a whole phase, not per piece)."""
-        parser = self.parser
-        self._start_body(head)
-        pieces: list[bytes] = []
-        while True:
-            event = parser.next_event()
-            if event is END_OF_MESSAGE:
-                break
-            if event is NEED_DATA:
-                self._receive()
-            elif isinstance(event, bytes):
-                pieces.append(event)
-        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+    def _wait_for_body(self, body: RequestBody) -> None:
+        """Receive more of the body the app is reading, under the body deadline.
 
-    def _start_body(self, head: RequestHead) -> None:
-        self.phase = BODY
-        self.deadline = _monotonic() + self.service.options.body_timeout
-        if head.expect_continue and self.parser.buffered < (head.content_length or 1):
-            self._flush()
-            self._send(CONTINUE)
-
-    def _body_pieces(self, head: RequestHead) -> Generator[bytes, None, None]:
-        """The body as the handler reads it: pieces straight from the socket, never joined.
-
-        100-continue is sent on the first read, so a handler (or body_limit) that refuses the
-        request never makes the client send the body. The BODY deadline covers the reading.
+        The deadline is one whole phase across the app's reads: only time spent waiting
+        for the client counts, not the app's own work between reads; and that time does
+        not count against the app's own deadline (`request_timeout`), which moves on by as
+        much. The first wait tells a client that sent `Expect: 100-continue` to go ahead.
         """
-        parser = self.parser
-        opts = self.service.options
-        phase, deadline = self.phase, self.deadline
-        self._start_body(head)
+        outer_phase, outer_deadline = self.phase, self.deadline
+        started = _monotonic()
+        deadline = started + self._body_time
+        self.phase, self.deadline = BODY, deadline
         try:
-            while True:
-                event = parser.next_event()
-                if event is END_OF_MESSAGE:
-                    return
-                if event is NEED_DATA:
-                    self._receive()
-                elif isinstance(event, bytes):
-                    self.phase, self.deadline = phase, deadline  # the handler's turn
-                    yield event
-                    self.phase = BODY
-                    self.deadline = _monotonic() + opts.body_timeout
+            if not body.waited and body.head.expect_continue:
+                self._flush()  # answers to pipelined requests go first
+                self._send(CONTINUE)
+            # The body is usually on its way already: read before waiting.
+            self._receive(wait_first=False)
+        except (PeerGone, ConnectionError):
+            # A client gone in the middle of its body is a body cut short (the parser says
+            # so, and the app unwinds with a 400), not an error of the app's to log.
+            self.parser.feed(b"")
         finally:
-            self.phase, self.deadline = phase, deadline
+            now = _monotonic()
+            self._body_time = deadline - now
+            self.phase = outer_phase
+            if outer_deadline is not None:
+                outer_deadline += now - started
+            self.deadline = outer_deadline
 
     def _answer(self, head: RequestHead) -> bool:
-        """Read the body, run the app, queue or write the response; returns keep-alive."""
+        """Run the app, queue or write the response, settle the body; returns keep-alive."""
         service = self.service
         opts = service.options
-        streamed: BodyReader | None = None
-        body: bytes | BodyReader
+        body: RequestBody | None = None
         if not (head.chunked or head.content_length):  # PERF: `has_body`, without a call
             self.parser.next_event()  # the END_OF_MESSAGE of a body-less request
-            body = b""
-        elif head.content_length is not None and head.content_length <= STREAM_BODY_OVER:
-            body = self._read_body(head)
+            # PERF: positional arguments; keywords cost as much as a third of the constructor.
+            req = Request(head, b"", self.addr, opts.trust_proxy, self.scheme)
         else:
-            body = streamed = BodyReader(self._body_pieces(head))
-        # PERF: positional arguments; keywords cost as much as a third of the constructor.
-        req = Request(head, body, self.addr, opts.trust_proxy, self.scheme)
+            body = RequestBody(self.parser, head, self._wait_for_body)
+            self._body_time = opts.body_timeout
+            req = Request(head, body, self.addr, opts.trust_proxy, self.scheme)
         if self.peer_cert is not None:
             req.client_cert = self.peer_cert
         res = Response(req)
@@ -299,7 +291,7 @@ class Connection:
             # request_timeout: the handler was parked on I/O past its deadline.
             log.error("request %s %s exceeded request_timeout", head.method, head.target)
             self._out.append(error_response(503, "Request timed out"))
-            return False
+            return self._end_connection(body)
         except GreenletExit:
             raise
         except BaseException:
@@ -308,12 +300,18 @@ class Connection:
             # this client without an answer, or end the worker and every connection on it.
             log.exception("request %s %s failed", head.method, head.target)
             self._out.append(error_response(500, ""))
-            return False
+            return self._end_connection(body)
         self.phase = WRITE
         keep_alive = head.keep_alive and not service.stopping
-        if streamed is not None and not streamed.finish(DRAIN_UNREAD_UP_TO):
-            keep_alive = False  # the rest of a refused body is not worth reading: close
+        unread = None
+        if body is not None:
+            # A framing error in the body raises here: `serve` answers it instead of `res`.
+            unread = body.settle(res.status_code)
+            if unread is not None:
+                keep_alive = keep_alive and unread is Unread.DRAIN
         if res.upgrade is not None:
+            if unread is Unread.DRAIN:
+                self._drain(body)  # what is left would be read as the new protocol's bytes
             self._flush()
             self._send(res.head_bytes(keep_alive=False))
             self.phase = UPGRADED
@@ -332,7 +330,33 @@ class Connection:
                 self._flush()
             keep_alive = keep_alive and not res.close_connection
         service.request_done()
-        return keep_alive
+        if unread is None:
+            return keep_alive
+        # The answer goes out first: a client may wait for it before sending the rest.
+        self._flush()
+        if keep_alive and unread is Unread.DRAIN and self._drain(body):
+            return True
+        return self._end_connection(body)
+
+    def _drain(self, body: RequestBody | None) -> bool:
+        """Read and drop the body's unread rest within its budget; False: close instead."""
+        assert body is not None
+        self.phase = DISCARD
+        self.deadline = _monotonic() + self.service.options.body_timeout
+        try:
+            return body.discard(self._receive_more)
+        except (ParseError, Expired):
+            return False  # too late to answer a bad or stalled body: just close
+
+    def _receive_more(self) -> None:
+        self._receive(wait_first=False)
+
+    def _end_connection(self, body: RequestBody | None) -> bool:
+        """Close after the queued answers; linger if the client may still be sending a body."""
+        if body is None or body.done:
+            return False
+        self._close_lingering()
+        return False
 
     def _send_special(self, res: Response, keep_alive: bool) -> bool:
         if res.stream_iter is not None and not res.chunked:
@@ -414,9 +438,14 @@ class Connection:
 
     def _refuse(self, status: int, detail: str) -> None:
         """Answer a request we could not parse, then close without resetting the answer."""
+        self._out.append(error_response(status, detail))
+        self._close_lingering()
+
+    def _close_lingering(self) -> None:
+        """Send the queued answers, then stop reading requests and linger before the close."""
+        self.phase = DISCARD
+        self.deadline = _monotonic() + LINGER_SECONDS
         try:
-            self._out.append(error_response(status, detail))
-            self.deadline = _monotonic() + LINGER_SECONDS
             self._flush()
             self._linger()
         except (PeerGone, ConnectionError, Expired):

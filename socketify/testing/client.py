@@ -32,7 +32,6 @@ from socketify.core.headers import Headers
 from socketify.core.request import Request
 from socketify.core.response import Response
 from socketify.protocol.http11 import (
-    END_OF_MESSAGE,
     NEED_DATA,
     ParseError,
     RequestHead,
@@ -40,6 +39,7 @@ from socketify.protocol.http11 import (
     encode_chunk,
     error_response,
 )
+from socketify.server.request_body import RequestBody, Unread
 
 if TYPE_CHECKING:
     from socketify.core.application import Application
@@ -187,27 +187,39 @@ class TestClient:
         return f"{method} {target} {version}\r\n{head}\r\n".encode("latin-1")
 
     def exchange(self, raw: bytes) -> bytes:
-        """Feed raw request bytes (one request) and return the raw response bytes."""
+        """Feed raw request bytes (one request) and return the raw response bytes.
+
+        As on a socket, the body is read only when the app asks for it: a limit refuses it
+        from Content-Length, a framing error in it is answered instead of the app's answer,
+        and the response says `Connection: close` where the server would close.
+        """
         opts = self.server.settings
         parser = RequestParser(opts.max_header_size, opts.max_target_size, opts.max_body_size)
         parser.feed(raw)
-        parser.feed(b"")
         try:
             head = parser.next_event()
+            if head is NEED_DATA:
+                parser.feed(b"")  # nothing more is coming: an unfinished head is refused
+                head = parser.next_event()
             if not isinstance(head, RequestHead):
                 raise ValueError("no complete request in the given bytes")
-            pieces = []
-            while (event := parser.next_event()) is not END_OF_MESSAGE:
-                if event is NEED_DATA:
-                    raise ValueError("the request body is incomplete")
-                assert isinstance(event, bytes)
-                pieces.append(event)
+            if not head.has_body:
+                parser.next_event()  # its END_OF_MESSAGE
+                return self._answer(Request(head, b"", self.remote_addr, opts.trust_proxy), None)
+            # The client sent all it had: a body that needs more than `raw` holds is cut short.
+            body = RequestBody(parser, head, lambda _body: parser.feed(b""))
+            return self._answer(Request(head, body, self.remote_addr, opts.trust_proxy), body)
         except ParseError as exc:
             return error_response(exc.status, exc.detail)
-        req = Request(head, b"".join(pieces), self.remote_addr, trust_proxy=opts.trust_proxy)
+
+    def _answer(self, req: Request, body: RequestBody | None) -> bytes:
+        """Run the app; settle the body as the connection does (may raise ParseError)."""
         res = Response(req)
         self.server.handle(req, res)
-        return _serialize(res, head.keep_alive)
+        keep_alive = req.head.keep_alive
+        if body is not None and body.settle(res.status_code) is Unread.CLOSE:
+            keep_alive = False
+        return _serialize(res, keep_alive)
 
     def get(self, path: str, **kwargs: Any) -> TestResponse:
         """GET `path`."""

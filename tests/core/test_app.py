@@ -483,7 +483,7 @@ def test_a_failing_encoder_is_logged_and_the_answer_goes_out_as_it_was(
         raise RuntimeError("encoder bug")
 
     server = Server()
-    server._compress = encoder  # type: ignore[assignment]  # noqa: SLF001 (a failing encoder)
+    server._compress = encoder  # type: ignore[assignment]  # a failing encoder
     if middleware == "hooked":
         server.use(hooked(lambda req, res: True))
     elif middleware == "plain":

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from socketify import HTTPError, Server
-from socketify.testing import TestClient
+from socketify.middleware import body_limit
+from socketify.testing import TestClient, TestResponse
 
 
 def make_app() -> Server:
@@ -86,3 +89,86 @@ def test_http_error_status_and_message() -> None:
     response = TestClient(make_app()).get("/teapot")
     assert response.status == 418
     assert response.text == "short and stout\n"
+
+
+# -- bodies: read only when the app asks, as on a socket ------------------------------------
+
+
+def body_app() -> Server:
+    server = Server(max_body_size=4096)
+    server.post("/ignore", lambda req, res: res.send("ignored"))
+    server.post("/length", lambda req, res: res.send(str(len(req.body))))
+    server.post("/limited", lambda req, res: res.send(str(len(req.body)))).use(body_limit(10))
+    server.get("/host", lambda req, res: res.send(req.host))
+    return server
+
+
+def chunked_request(target: str, body: bytes, *headers: str) -> bytes:
+    head = "".join(f"{h}\r\n" for h in headers)
+    return (
+        f"POST {target} HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n{head}\r\n".encode()
+        + body
+    )
+
+
+def test_body_limit_refuses_from_content_length_with_connection_close() -> None:
+    response = TestClient(body_app()).post("/limited", data=b"x" * 11)
+    assert (response.status, response.headers["Connection"]) == (413, "close")
+
+
+def test_body_limit_refuses_a_body_that_never_came() -> None:
+    raw = b"POST /limited HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n"
+    response = TestResponse(TestClient(body_app()).exchange(raw))
+    assert (response.status, response.headers["Connection"]) == (413, "close")
+
+
+def test_chunked_body_crossing_the_body_limit_is_413_with_close() -> None:
+    raw = chunked_request("/limited", b"8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n")
+    response = TestResponse(TestClient(body_app()).exchange(raw))
+    assert (response.status, response.headers["Connection"]) == (413, "close")
+
+
+def test_chunked_body_crossing_max_body_size_is_the_servers_413() -> None:
+    raw = chunked_request("/length", b"800\r\n" + b"a" * 2048 + b"\r\n900\r\n")
+    response = TestResponse(TestClient(body_app()).exchange(raw))
+    assert (response.status, response.body) == (413, b"Payload Too Large: Body too large\n")
+    assert response.headers["Connection"] == "close"
+
+
+@pytest.mark.parametrize("target", ["/length", "/ignore"])
+def test_a_framing_error_in_the_body_replaces_the_apps_answer(target: str) -> None:
+    raw = chunked_request(target, b"3\nabc\r\n0\r\n\r\n")
+    response = TestResponse(TestClient(body_app()).exchange(raw))
+    assert (response.status, response.body) == (400, b"Bad Request: Bare LF in chunk framing\n")
+    assert response.headers["Connection"] == "close"
+
+
+def test_an_unread_body_keeps_the_connection() -> None:
+    response = TestClient(body_app()).post("/ignore", data=b"x" * 100)
+    assert (response.text, response.headers["Connection"]) == ("ignored", "keep-alive")
+
+
+def test_an_unread_expect_100_continue_body_closes_the_connection() -> None:
+    raw = b"POST /ignore HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n"
+    response = TestResponse(TestClient(body_app()).exchange(raw))
+    assert (response.text, response.headers["Connection"]) == ("ignored", "close")
+
+
+def test_a_body_cut_short_is_a_400_when_read() -> None:
+    raw = b"POST /length HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc"
+    response = TestResponse(TestClient(body_app()).exchange(raw))
+    assert (response.status, response.headers["Connection"]) == (400, "close")
+
+
+def test_a_request_kept_past_its_answer_cannot_read_the_body() -> None:
+    kept = []
+    server = Server()
+    server.post("/keep", lambda req, res: (kept.append(req), res.send("ok")))
+    TestClient(server).post("/keep", data=b"abc")
+    with pytest.raises(RuntimeError, match="answered"):
+        kept[0].body  # noqa: B018
+
+
+def test_absolute_form_authority_is_the_host() -> None:
+    raw = b"GET http://a:8080/host HTTP/1.1\r\nHost: b\r\n\r\n"
+    assert TestResponse(TestClient(body_app()).exchange(raw)).text == "a:8080"

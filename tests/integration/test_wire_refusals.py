@@ -42,6 +42,37 @@ BAD_REQUESTS = {
         400,
         b"Bad Request: ",
     ),
+    "bare LF after a chunk size": (
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n",
+        400,
+        b"Bad Request: Bare LF",
+    ),
+    "bare LF after chunk data, body unread": (
+        b"POST /ignore HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"3\r\nabc\n0\r\n\r\n",
+        400,
+        b"Bad Request: Bare LF",
+    ),
+    "bare LF in trailers": (
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: 1\n\r\n",
+        400,
+        b"Bad Request: Bare LF",
+    ),
+    "bare-LF chunked smuggling": (
+        b"POST /echo HTTP/1.1\nHost: t\nTransfer-Encoding: chunked\n\n3;x=y\nabc\n0\n\n",
+        400,
+        b"Bad Request: Bare LF",
+    ),
+    "bad chunk extension": (
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3;a=b c\r\nabc\r\n",
+        400,
+        b"Bad Request: Malformed chunk extension",
+    ),
+    "absolute form with userinfo": (
+        b"GET http://u@t/ping HTTP/1.1\r\nHost: t\r\n\r\n",
+        400,
+        b"Bad Request: ",
+    ),
     "unknown expectation": (
         b"POST /echo HTTP/1.1\r\nHost: t\r\nExpect: teapot\r\nContent-Length: 1\r\n\r\nx",
         417,

@@ -150,9 +150,74 @@ def test_chunked_body_with_extensions_and_trailers(split: int | None) -> None:
     assert events[1:] == [b"hello world0123456789", END_OF_MESSAGE]
 
 
-def test_chunked_with_bare_lf_framing_is_accepted() -> None:
-    raw = b"POST / HTTP/1.1\nHost: x\nTransfer-Encoding: chunked\n\n3\nabc\n0\n\n"
+CHUNKED_HEAD = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+@pytest.mark.parametrize("split", [None, 1])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"3\nabc\r\n0\r\n\r\n",  # after the chunk size
+        b"3;x=y\nabc\r\n0\r\n\r\n",  # after a chunk extension
+        b"3\r\nabc\n0\r\n\r\n",  # after the chunk data
+        b"3\r\nabc\r\n0\n\r\n",  # after the last chunk
+        b"3\r\nabc\r\n0\r\nX-T: 1\n\r\n",  # after a trailer field
+        b"3\r\nabc\r\n0\r\n\n",  # the blank line ending the trailers
+    ],
+    ids=["size", "extension", "data", "last-chunk", "trailer", "end-of-trailers"],
+)
+def test_bare_lf_in_chunked_framing_is_400(body: bytes, split: int | None) -> None:
+    assert refusal(CHUNKED_HEAD + body, split=split) == 400
+
+
+def test_the_classic_bare_lf_chunked_smuggling_body_is_refused() -> None:
+    # A proxy that only splits on CRLF sees one unterminated chunk line here.
+    raw = b"POST / HTTP/1.1\nHost: x\nTransfer-Encoding: chunked\n\n3;x=y\nabc\n0\n\n"
+    assert refusal(raw) == 400
+
+
+def test_a_bare_lf_head_may_carry_a_crlf_chunked_body() -> None:
+    raw = b"POST / HTTP/1.1\nHost: x\nTransfer-Encoding: chunked\n\n3\r\nabc\r\n0\r\n\r\n"
     assert parse(raw)[1:] == [b"abc", END_OF_MESSAGE]
+
+
+@pytest.mark.parametrize("split", [None, 1])
+def test_bare_cr_in_a_chunk_line_is_400_before_the_line_ends(split: int | None) -> None:
+    assert refusal(CHUNKED_HEAD + b"3\rabc", split=split) == 400  # no LF ever came
+
+
+def test_a_cr_at_the_end_of_the_input_waits_for_its_lf() -> None:
+    parser = RequestParser()
+    parser.feed(CHUNKED_HEAD + b"3\r")
+    assert isinstance(parser.next_event(), RequestHead)
+    assert parser.next_event() is NEED_DATA
+    parser.feed(b"\nabc\r\n0\r\n\r\n")
+    assert drain(parser) == [b"abc", END_OF_MESSAGE]
+
+
+@pytest.mark.parametrize("split", [None, 1])
+@pytest.mark.parametrize(
+    "extensions",
+    [b";a", b";a=b", b" ; a ; b = c", b';q="a \\"quoted\\" value"', b';a=b;c;d=""', b"\t;\tx"],
+)
+def test_chunk_extensions_that_follow_the_grammar_are_ignored(
+    extensions: bytes, split: int | None
+) -> None:
+    raw = CHUNKED_HEAD + b"3" + extensions + b"\r\nabc\r\n0" + extensions + b"\r\n\r\n"
+    assert parse(raw, split=split)[1:] == [b"abc", END_OF_MESSAGE]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"3;", b"3;=v", b"3;a=", b"3;a=b c", b'3;a="open', b"3;a b", b"3 ", b"3 x", b"3;a=b;", b"3,a"],
+)
+def test_chunk_extensions_against_the_grammar_are_400(line: bytes) -> None:
+    assert refusal(CHUNKED_HEAD + line + b"\r\nabc\r\n0\r\n\r\n") == 400
+
+
+@pytest.mark.parametrize("size", [b"", b"x", b"-1", b"+1", b"0x3", b"1" * 17])
+def test_invalid_chunk_sizes_are_400(size: bytes) -> None:
+    assert refusal(CHUNKED_HEAD + size + b"\r\nabc\r\n0\r\n\r\n") == 400
 
 
 @pytest.mark.parametrize("split", [None, 1, 4])
@@ -200,6 +265,43 @@ def test_absolute_form_without_path_means_root() -> None:
     assert head.path == "/"
 
 
+@pytest.mark.parametrize("rounds", [1, 2])  # the second round comes from the head cache
+def test_absolute_form_authority_replaces_the_host_header(rounds: int) -> None:
+    raw = b"GET http://a:8080/x HTTP/1.1\r\nAccept: */*\r\nHost: b\r\nX-Z: 1\r\n\r\n"
+    for head in heads(parse(raw * rounds)):
+        assert head.headers == [("accept", "*/*"), ("host", "a:8080"), ("x-z", "1")]
+        assert head.by_name()["host"] == "a:8080"
+
+
+def test_absolute_form_gives_an_http10_request_its_host() -> None:
+    (head, _) = parse(b"GET http://a/x HTTP/1.0\r\n\r\n")
+    assert head.headers == [("host", "a")]
+
+
+@pytest.mark.parametrize(
+    "target",
+    [b"http://a/x", b"http://[::1]:80/x", b"https://a.b-c_d~e:443", b"http://a:/x"],
+)
+def test_absolute_form_authorities_that_are_accepted(target: bytes) -> None:
+    (head, _) = parse(b"GET " + target + b" HTTP/1.1\r\nHost: other\r\n\r\n")
+    assert head.by_name()["host"] == target.split(b"/")[2].decode()
+
+
+@pytest.mark.parametrize(
+    "request_line_and_headers",
+    [
+        b"GET http://a/x HTTP/1.1\r\n",  # HTTP/1.1 must still send Host
+        b"GET http://a/x HTTP/1.1\r\nHost: a\r\nHost: a\r\n",
+        b"GET http://user@a/x HTTP/1.1\r\nHost: a\r\n",  # userinfo
+        b"GET http:///x HTTP/1.1\r\nHost: a\r\n",  # no host
+        b"GET http://a:8o/x HTTP/1.1\r\nHost: a\r\n",  # not a port
+        b'GET http://a"b/x HTTP/1.1\r\nHost: a\r\n',
+    ],
+)
+def test_absolute_form_refusals_are_400(request_line_and_headers: bytes) -> None:
+    assert refusal(request_line_and_headers + b"\r\n") == 400
+
+
 def test_asterisk_form_is_accepted_for_options_only() -> None:
     (head, _) = parse(b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n")
     assert head.path == "*"
@@ -226,6 +328,30 @@ def test_expect_100_continue_is_flagged_only_when_a_body_follows() -> None:
 def test_identical_duplicate_content_length_is_accepted() -> None:
     raw = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok"
     assert parse(raw)[1] == b"ok"
+
+
+@pytest.mark.parametrize("split", [None, 1])
+@pytest.mark.parametrize(
+    "unfinished_head",
+    [
+        b"GET / HTTP/1.1\rHost: x",
+        b"GET /a\rb HTTP/1.1\r\n",
+        b"GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r2",
+        b"GET / HTTP/1.1\r\nHost: x\r\r",
+    ],
+)
+def test_bare_cr_in_the_head_is_400_without_waiting_for_its_end(
+    unfinished_head: bytes, split: int | None
+) -> None:
+    assert refusal(unfinished_head, split=split) == 400  # no eof: the head never ends
+
+
+def test_a_head_ending_in_cr_waits_for_the_next_byte() -> None:
+    parser = RequestParser()
+    parser.feed(b"GET / HTTP/1.1\r\nHost: x\r")
+    assert parser.next_event() is NEED_DATA
+    parser.feed(b"\n\r\n")
+    assert isinstance(parser.next_event(), RequestHead)
 
 
 def test_clean_close_between_requests_is_closed_event() -> None:

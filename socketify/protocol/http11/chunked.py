@@ -4,6 +4,12 @@ A `ChunkedDecoder` works on its parser's input buffer from the first size line t
 the trailer section. Sizes are checked against the body limit as each size line arrives, so a
 client announcing too much gets 413 before sending it; trailers are read, bounded like a
 header section, and dropped.
+
+Framing lines must end in CRLF. A bare LF is refused here even though the request head
+accepts one: inside a body a proxy that splits lines differently would see other chunk
+boundaries than we do, which is how chunked request smuggling works. For the same reason a
+bare CR is refused as soon as the byte after it arrives, and chunk extensions must follow
+their grammar (they are otherwise ignored).
 """
 
 from __future__ import annotations
@@ -12,14 +18,14 @@ import re
 from typing import TYPE_CHECKING, Final
 
 from socketify.protocol.http11.events import END_OF_MESSAGE, NEED_DATA, ParseError, _Sentinel
-from socketify.protocol.http11.grammar import FIELD_VALUE, TOKEN
+from socketify.protocol.http11.grammar import CHUNK_EXTENSIONS, FIELD_VALUE, TOKEN
 
 if TYPE_CHECKING:
     from socketify.protocol.http11.parser import RequestParser
 
 __all__ = ["ChunkedDecoder"]
 
-_HEX = re.compile(r"[0-9A-Fa-f]{1,16}")
+_HEX = re.compile(r"[0-9A-Fa-f]+")
 _SIZE_LINE_MAX: Final = 1024
 _TRAILER_LINE_MAX: Final = 8192
 
@@ -73,29 +79,34 @@ class ChunkedDecoder:
         return piece
 
     def _take_line(self, limit: int) -> str | None:
-        """Pop one line (without its end) from the buffer, or None if it is not complete."""
+        """Pop one CRLF-ended line (without the CRLF), or None if it is not complete yet."""
         buf = self._source.input
         end = buf.find(b"\n")
         if end < 0:
             if len(buf) > limit:
                 raise ParseError(400, "Chunk framing line too long")
+            if buf.find(b"\r", 0, len(buf) - 1) >= 0:  # no LF follows it: refuse at once
+                raise ParseError(400, "Bare CR in chunk framing")
             if self._source.eof:
                 raise ParseError(400, "Connection closed in the middle of the body")
             return None
         if end > limit:
             raise ParseError(400, "Chunk framing line too long")
-        stop = end - 1 if end and buf[end - 1] == 13 else end
-        line = bytes(buf[:stop]).decode("latin-1")
+        if not end or buf[end - 1] != 13:
+            raise ParseError(400, "Bare LF in chunk framing")
+        line = bytes(buf[: end - 1]).decode("latin-1")
         del buf[: end + 1]
         if "\r" in line:
             raise ParseError(400, "Bare CR in chunk framing")
         return line
 
     def _size(self, line: str) -> None:
-        size_text = line.partition(";")[0].rstrip(" \t")  # extensions are allowed and ignored
-        if _HEX.fullmatch(size_text) is None:
+        digits = _HEX.match(line)
+        if digits is None or digits.end() > 16:
             raise ParseError(400, "Invalid chunk size")
-        size = int(size_text, 16)
+        if digits.end() < len(line) and CHUNK_EXTENSIONS.fullmatch(line, digits.end()) is None:
+            raise ParseError(400, "Malformed chunk extension")  # well-formed ones are ignored
+        size = int(digits[0], 16)
         self._seen += size
         if self._seen > self._source.max_body_size:
             raise ParseError(413, "Body too large")

@@ -10,7 +10,10 @@ and closes, because after a framing error we no longer know where the next reque
 We are deliberately stricter than RFC 9112 allows where leniency has been a smuggling or
 splitting vector: obs-fold, whitespace before the colon, bare CR, control characters,
 Content-Length with Transfer-Encoding, differing Content-Lengths, and transfer codings other
-than a lone `chunked` are all refused. Bare LF line ends are accepted (RFC 9112 §2.2 permits it).
+than a lone `chunked` are all refused; a bare CR is refused as soon as the byte after it shows
+it is bare, without waiting for the head to end. Bare LF line ends are accepted in the head
+(RFC 9112 §2.2 permits it) but not in chunked framing (see `chunked`). An absolute-form target
+is routed by its path, and its authority replaces the Host header (see `target`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from socketify.protocol.http11.events import (
     _Sentinel,
 )
 from socketify.protocol.http11.grammar import FIELD_VALUE, TOKEN
+from socketify.protocol.http11.target import split_target, with_host
 
 __all__ = ["RequestParser"]
 
@@ -37,7 +41,6 @@ METHODS: Final = frozenset(
 VERSIONS: Final = frozenset({"HTTP/1.1", "HTTP/1.0"})
 
 _TARGET = re.compile(r"[\x21-\x7e]+")
-_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*")
 # Header lines joined by CRLF. Values may hold HTAB, visible ASCII and obs-text only, so a
 # bare CR or LF, NUL or other control character fails the match (and takes the slow path).
 _HEADER_BLOCK = re.compile(
@@ -46,10 +49,13 @@ _HEADER_BLOCK = re.compile(
 )
 _FRAMING_FIELD = re.compile(r"\n(content-length|transfer-encoding|connection|expect):([^\r]*)")
 _CR_LF = (13, 10)
+_BARE_CR = re.compile(rb"\r[^\n]")
 # PERF: a few hot request lines ("GET /api/x HTTP/1.1") make up most traffic; remembering
 # their validated split skips the request-line checks. Only lines that passed go in, and the
 # cache is simply emptied when full, so a client sending unique targets costs one clear.
-_LINE_CACHE: dict[str, tuple[str, str, str, str, str]] = {}
+# method, target, path, query, version, and the authority of an absolute-form target ("")
+_Line = tuple[str, str, str, str, str, str]
+_LINE_CACHE: dict[str, _Line] = {}
 _LINE_CACHE_SIZE = 512
 # Likewise the framing read from a header block: keep-alive clients repeat their headers
 # byte for byte. Keyed per version (keep-alive defaults and Host rules differ); only blocks
@@ -270,6 +276,10 @@ class RequestParser:
         if end >= 0:
             # The last header line's own CR is not part of its text.
             return (end - 1 if end and buf[end - 1] == 13 else end), body_start
+        # A CR followed by anything but LF can never become part of a valid head: refuse it
+        # now rather than when the head ends, which a client need never let happen.
+        if _BARE_CR.search(buf, start) is not None:
+            raise self._fail(400, "Bare CR in request head")
         # Resume the next search just before the tail, so a byte-at-a-time sender costs O(n).
         self._scan_from = max(0, len(buf) - 2)
         return None
@@ -324,15 +334,17 @@ class RequestParser:
             self._diagnose(block)
         return self._head(parsed, block, self._framing(parsed[4], block))
 
-    def _head(
-        self, parsed: tuple[str, str, str, str, str], block: str, framing: _Framing
-    ) -> RequestHead:
+    def _head(self, parsed: _Line, block: str, framing: _Framing) -> RequestHead:
         content_length, chunked, keep_alive, expect_continue = framing
         # Checked here, not in `_framing`, because cached framings are shared by parsers
         # with different limits.
         if content_length is not None and content_length > self.max_body_size:
             raise self._fail(413, "Body too large")
-        method, target, path, query, version = parsed
+        method, target, path, query, version, authority = parsed
+        if authority:
+            # RFC 9112 §3.2.2: an absolute-form target's authority replaces the Host header
+            # (which HTTP/1.1 must still send, see `_framing`).
+            block = with_host(block, authority)
         return RequestHead(
             method,
             target,
@@ -414,7 +426,7 @@ class RequestParser:
                 raise self._fail(400, "Invalid character in header value")
         raise self._fail(400, "Malformed header section")
 
-    def _parse_request_line(self, line: str) -> tuple[str, str, str, str, str]:
+    def _parse_request_line(self, line: str) -> _Line:
         method, _, rest = line.partition(" ")
         target, sp2, version = rest.partition(" ")
         if not sp2 or not method or not target:
@@ -431,29 +443,11 @@ class RequestParser:
             raise self._fail(414, "Request target too long")
         if _TARGET.fullmatch(target) is None:
             raise self._fail(400, "Invalid character in request target")
-        path, query = self._split_target(method, target)
-        return method, target, path, query, version
-
-    def _split_target(self, method: str, target: str) -> tuple[str, str]:
-        if target[0] == "/":
-            uri = target
-        elif target == "*":
-            if method != "OPTIONS":
-                raise self._fail(400, "Asterisk-form target is only for OPTIONS")
-            return "*", ""
-        elif method == "CONNECT":
-            return target, ""  # authority-form; no route serves it
-        else:
-            # Absolute-form (RFC 9112 §3.2.2): route by its path, like a proxy-facing origin.
-            scheme_host = _ABSOLUTE.match(target)
-            if scheme_host is None:
-                raise self._fail(400, "Malformed request target")
-            uri = target[scheme_host.end() :] or "/"
-            if uri[0] != "/":
-                uri = "/" + uri
-        uri = uri.partition("#")[0]
-        path, _, query = uri.partition("?")
-        return path, query
+        try:
+            path, query, authority = split_target(method, target)
+        except ParseError as exc:
+            raise self._fail(exc.status, exc.detail) from None
+        return method, target, path, query, version, authority
 
     def _content_length(self, value: str, previous: int | None) -> int:
         if not (value.isascii() and value.isdigit()):

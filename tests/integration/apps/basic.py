@@ -16,6 +16,7 @@ import gevent.event
 import gevent.monkey
 
 from socketify import Request, Response, Server
+from socketify.middleware import body_limit
 
 SHORT = {
     "header_timeout": 1.0,
@@ -125,6 +126,25 @@ def stream_plain(req: Request, res: Response) -> None:
     res.stream(iter([b"a" * 10, b"b" * 10, b"c" * 10]))
 
 
+def host(req: Request, res: Response) -> None:
+    res.send(req.host)
+
+
+def ignore_body(req: Request, res: Response) -> None:
+    res.send("ignored")
+
+
+def count_body(req: Request, res: Response) -> None:
+    res.send(str(sum(len(piece) for piece in req.iter_body())))
+
+
+def sleep_around_count(req: Request, res: Response) -> None:
+    seconds = float(req.query.get("s", "0.3"))
+    time.sleep(seconds)
+    count_body(req, res)
+    time.sleep(seconds)
+
+
 def file(req: Request, res: Response) -> None:
     if not res.send_file(req.query["path"]):
         res.send_status(404)
@@ -147,6 +167,11 @@ def build(server: Server) -> Server:
     server.get("/stream-plain", stream_plain)
     server.get("/stream-slow-start", stream_slow_start)
     server.get("/file", file)
+    server.get("/host", host)
+    server.post("/ignore", ignore_body)
+    server.post("/count", count_body)
+    server.post("/sleep-around-count", sleep_around_count)
+    server.post("/limited", count_body).use(body_limit(1000))
     return server
 
 
@@ -155,3 +180,10 @@ server = build(Server(**SHORT, request_timeout=1.0))
 relaxed = build(Server(**SHORT))
 # A tiny connection cap.
 capped = build(Server(**SHORT, max_connections=5))
+# Long head and body deadlines: an answer that comes at once did not wait for one.
+patient = build(
+    Server(
+        **{**SHORT, "header_timeout": 30.0, "body_timeout": 30.0, "max_body_size": 512 * 1024},
+        request_timeout=1.0,
+    )
+)
