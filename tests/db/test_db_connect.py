@@ -14,6 +14,8 @@ from pony.orm import TransactionIntegrityError, commit, db_session, rollback
 import socketify.db
 from socketify.db import PoolTimeout
 
+pytestmark = pytest.mark.usefixtures("fast_path")
+
 
 def test_models_relations_and_hooks_work_on_every_engine(any_url: str) -> None:
     db = socketify.db.connect(any_url, pool_size=2)

@@ -240,6 +240,7 @@ def test_invalid_collection_names_are_refused() -> None:
 # -- the SQL engines inside a request -------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("fast_path")
 @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
 def test_documents_join_the_request_transaction(
     engine: str, request: pytest.FixtureRequest
