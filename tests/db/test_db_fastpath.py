@@ -81,9 +81,9 @@ def test_an_unknown_setting_is_refused_naming_the_variable(
 @pytest.mark.parametrize(
     ("version", "verified"),
     [
-        ("0.7.17", True),
+        ("0.7.19", True),
         ("0.7.20", True),
-        ("0.7.16", False),
+        ("0.7.18", False),
         ("0.7.21", False),
         ("0.8.0rc1", False),
         ("1.0", False),
@@ -109,7 +109,7 @@ def test_an_unverified_pony_gets_plain_pony_and_one_warning(
     assert type(first.Entity) is EntityMeta
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1, warnings
-    assert "Pony 0.99.1" in warnings[0] and "0.7.17 to 0.7.20" in warnings[0]
+    assert "Pony 0.99.1" in warnings[0] and "0.7.19 to 0.7.20" in warnings[0]
     assert f"{fastpath.ENV}=force" in warnings[0]
     Item = define(first)
     client = TestClient(served(first, Item))

@@ -53,7 +53,7 @@ log = logging.getLogger("socketify.db")
 
 ENV = "SOCKETIFY_DB_FAST_PATH"
 # The Pony releases, first and last inclusive, that tests/db has passed against both ways.
-VERIFIED_PONY = ((0, 7, 17), (0, 7, 20))
+VERIFIED_PONY = ((0, 7, 19), (0, 7, 20))
 
 _OFF = frozenset({"0", "off", "false", "no"})
 _ON = frozenset({"", "1", "on", "true", "yes"})
