@@ -19,7 +19,7 @@ During the PostgreSQL run a sampler counts the server's backends in `pg_stat_act
 run's `application_name`) every 20 ms; the driver ceiling's own connections carry that
 name plus `_driver` and are not counted (they are not the pool's). Results go to
 load_tests/results/db-users-*.json.
-Bars (issue 7): SQLite >= 0.5x /ping, PostgreSQL >= 0.3x /ping, PostgreSQL connections never
+Bars: SQLite >= 0.5x /ping, PostgreSQL >= 0.3x /ping, PostgreSQL connections never
 above workers x pool_size.
 """
 

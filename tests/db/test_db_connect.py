@@ -99,7 +99,7 @@ def test_nested_sessions_share_one_connection_so_pool_size_one_cannot_deadlock(
     m = define(db)
     with db_session:
         m.User(name="Ann", email="a@x")
-        with db_session:  # Pony joins the outer session (SPEC §5.35: no second connection)
+        with db_session:  # Pony joins the outer session: no second connection
             assert m.User.select().count() == 1
     db.disconnect()
 
