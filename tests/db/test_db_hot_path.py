@@ -1,5 +1,6 @@
-"""The per-request path of a read: one statement on the wire, and the shortcuts the providers
-take around Pony's decorators still behave as Pony does (modes, commits, error types)."""
+"""The per-request path of a read: one statement on the wire, with the fast path and without,
+and the fast path's shortcuts around Pony's decorators still behave as Pony does (modes,
+commits, error types); the PostgreSQL prepared reads are the fast path's own."""
 
 from __future__ import annotations
 
