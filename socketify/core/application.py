@@ -32,12 +32,12 @@ from typing import Any
 
 from socketify.core.callables import require_blocking
 from socketify.core.chain import Chain
+from socketify.core.compression import resolve as resolve_compression
 from socketify.core.errors import HTTPError
 from socketify.core.options import ServerOptions
 from socketify.core.request import Request
 from socketify.core.response import TEXT_PLAIN, Response
 from socketify.core.routing import Group, Middleware, Registrar, Route, Router, allow_header
-from socketify.middleware.compression import resolve as resolve_compression
 from socketify.protocol.http11.status import reason
 
 __all__ = ["Application", "ErrorHandler"]
