@@ -128,7 +128,7 @@ class Application(Registrar):
     def _dispatch(self, req: Request, res: Response) -> None:
         """The end of the global chain: find the route, run its chain, finish the answer."""
         method = req.method
-        path = req.raw_path
+        path = req.head.path
         if path == "*":  # asterisk-form: `OPTIONS * HTTP/1.1` asks about the server
             if method != "OPTIONS":
                 raise HTTPError(400, "Only OPTIONS may use the * target")

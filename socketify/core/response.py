@@ -29,7 +29,11 @@ import orjson
 from socketify.core.cookies import build_set_cookie, expired_cookie
 from socketify.core.headers import Headers, content_disposition
 from socketify.core.mime import guess_type
-from socketify.protocol.http11.serializer import check_header_name, check_header_value
+from socketify.protocol.http11.serializer import (
+    LOWER_HEADER_NAMES,
+    check_header_name,
+    check_header_value,
+)
 from socketify.protocol.http11.status import NO_BODY_STATUSES, reason
 
 if TYPE_CHECKING:
@@ -58,25 +62,25 @@ class Response:
         "_chunks",
         "_content_type",
         "_cookies",
-        "_ended",
         "_fields",
-        "_status",
+        "ended",
         "file_length",
         "file_offset",
         "file_path",
         "head_only",
+        "status_code",
         "stream_iter",
         "upgrade",
     )
 
     def __init__(self, request: Request | None = None) -> None:
-        self._status = 0
+        self.status_code = 200  # set with `status()`, which checks it
         self._fields: list[Field] | None = None
         self._content_type: str | None = None
         self._cookies: list[str] | None = None
         self._body = b""
         self._chunks: list[bytes] | None = None
-        self._ended = False
+        self.ended = False  # True once a body was chosen (send, json, end, send_file, stream...)
         self.file_path: str | None = None
         self.file_offset = 0
         self.file_length = 0
@@ -91,13 +95,15 @@ class Response:
         """Set the status code (100-999); chains."""
         if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 999:
             raise ValueError(f"invalid status code {code!r}")
-        self._status = int(code)
+        self.status_code = int(code)
         return self
 
     def set_header(self, name: str, value: str) -> Response:
         """Set header `name` (case-insensitive), replacing earlier values; chains."""
-        lower = check_header_name(name)
-        value = check_header_value(value)
+        # PERF: a common name and a printable-ASCII value pass without the full checks.
+        lower = LOWER_HEADER_NAMES.get(name) or check_header_name(name)
+        if type(value) is not str or not (value.isascii() and value.isprintable()):
+            value = check_header_value(value)
         if lower == "content-type":
             self._content_type = value
         elif lower not in _FRAMING:  # framing is the connection's: a wrong value would desync
@@ -160,7 +166,7 @@ class Response:
 
         Returns False, changing nothing, if the response had already ended.
         """
-        if self._ended:
+        if self.ended:
             return False
         if type(body) is bytes:
             data = body
@@ -175,7 +181,7 @@ class Response:
             elif data:
                 self._content_type = _sniff(data)
         self._body = data
-        self._ended = True
+        self.ended = True
         return True
 
     def html(self, body: str | bytes) -> bool:
@@ -184,7 +190,7 @@ class Response:
 
     def json(self, obj: Any) -> bool:
         """Send `obj` as compact JSON; always `application/json; charset=utf-8`."""
-        if self._ended:
+        if self.ended:
             return False
         self._content_type = APPLICATION_JSON
         return self.send(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS))
@@ -195,7 +201,7 @@ class Response:
 
     def send_status(self, code: int) -> bool:
         """Send `code` with the body `<Reason>\\n` (no body for 1xx, 204 and 304)."""
-        if self._ended:
+        if self.ended:
             return False
         self.status(code)
         if code in NO_BODY_STATUSES:
@@ -204,7 +210,7 @@ class Response:
 
     def write(self, chunk: str | bytes) -> bool:
         """Append to the buffered body; False once ended."""
-        if self._ended:
+        if self.ended:
             return False
         data = chunk.encode() if type(chunk) is str else _as_bytes(chunk)
         if self._chunks is None:
@@ -215,13 +221,13 @@ class Response:
 
     def end(self, chunk: str | bytes | None = None) -> bool:
         """Finish the response with what was written (plus `chunk`); False if already ended."""
-        if self._ended:
+        if self.ended:
             return False
         return self.send(b"" if chunk is None else chunk)
 
     def redirect(self, url: str, code: int = 302) -> bool:
         """Redirect to `url` (CR/LF/NUL refused; non-ASCII percent-encoded; body escaped)."""
-        if self._ended:
+        if self.ended:
             return False
         if "\r" in url or "\n" in url or "\x00" in url:
             raise ValueError("redirect URL must not contain CR, LF or NUL")
@@ -250,7 +256,7 @@ class Response:
         Content-Type comes from the extension unless set; `download` adds a
         Content-Disposition naming `name` or the file's base name.
         """
-        if self._ended:
+        if self.ended:
             return False
         fspath = os.fspath(path)
         try:
@@ -273,18 +279,18 @@ class Response:
         self.file_offset = offset
         self.file_length = length
         self._chunks = None
-        self._ended = True
+        self.ended = True
         return True
 
     def stream(self, iterable: Iterable[bytes | str]) -> bool:
         """Send `iterable` chunk by chunk (chunked encoding, flushed as produced)."""
-        if self._ended:
+        if self.ended:
             return False
         if self._chunks:  # what was written before goes first
             iterable = itertools.chain(self._chunks, iterable)
             self._chunks = None
         self.stream_iter = iterable
-        self._ended = True
+        self.ended = True
         return True
 
     def iter_stream(self) -> Iterator[bytes]:
@@ -332,16 +338,6 @@ class Response:
     # -- introspection --------------------------------------------------------------------
 
     @property
-    def ended(self) -> bool:
-        """True once a body was chosen (send, json, end, send_file, stream...)."""
-        return self._ended
-
-    @property
-    def status_code(self) -> int:
-        """The status (200 when none was set)."""
-        return self._status or 200
-
-    @property
     def content_type(self) -> str | None:
         """The Content-Type set so far, or None."""
         return self._content_type
@@ -380,7 +376,7 @@ class Response:
     @property
     def sends_body(self) -> bool:
         """False for HEAD and for 1xx/204/304 answers: the head is the whole response."""
-        return not self.head_only and self._status not in NO_BODY_STATUSES
+        return not self.head_only and self.status_code not in NO_BODY_STATUSES
 
     def replace_body(self, data: bytes) -> None:
         """Swap the buffered body (e.g. for its compressed form) keeping the headers."""
@@ -389,13 +385,15 @@ class Response:
 
     # -- what the connection writes -------------------------------------------------------
 
-    def fields(self) -> list[tuple[str, str]]:
+    def fields(self) -> tuple[tuple[str, str], ...]:
         """The header fields to send, in order: the handler's, Set-Cookie lines, Content-Type."""
-        fields = [(field[1], field[2]) for field in self._fields or ()]
+        if self._fields is None and self._cookies is None:  # the usual answer: a type at most
+            return () if self._content_type is None else (("Content-Type", self._content_type),)
+        fields = tuple([(field[1], field[2]) for field in self._fields]) if self._fields else ()
         if self._cookies:
-            fields += [("Set-Cookie", line) for line in self._cookies]
+            fields += tuple([("Set-Cookie", line) for line in self._cookies])
         if self._content_type is not None:
-            fields.append(("Content-Type", self._content_type))
+            fields += (("Content-Type", self._content_type),)
         return fields
 
     @property
@@ -413,10 +411,10 @@ class Response:
 
     def reset_for_error(self) -> None:
         """Drop the body, status and entity headers, keeping other headers and cookies."""
-        self._status = 0
+        self.status_code = 200
         self._body = b""
         self._chunks = None
-        self._ended = False
+        self.ended = False
         self._content_type = None
         self.file_path = None
         self.stream_iter = None
@@ -425,7 +423,7 @@ class Response:
             self._fields[:] = [field for field in self._fields if field[0] not in _ENTITY]
 
     def __repr__(self) -> str:
-        return f"<Response {self.status_code} {self.kind}{' ended' if self._ended else ''}>"
+        return f"<Response {self.status_code} {self.kind}{' ended' if self.ended else ''}>"
 
 
 def _as_bytes(body: object) -> bytes:

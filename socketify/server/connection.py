@@ -23,7 +23,7 @@ import errno
 import logging
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from gevent import GreenletExit, get_hub, sleep
@@ -239,7 +239,7 @@ class Connection:
         deadline = started + self._body_time
         self.phase, self.deadline = BODY, deadline
         try:
-            interim = self.http.continue_response()
+            interim = self.http.continue_response(body.head)
             if interim:
                 self._flush()  # answers to pipelined requests go first
                 self.send(interim)
@@ -306,14 +306,14 @@ class Connection:
             if unread is Unread.DRAIN:
                 self._drain(body)  # what is left would be read as the new protocol's bytes
             self._flush()
-            for part in response_parts(http, res, keep_alive=False):
+            for part in response_parts(http, head, res, keep_alive=False):
                 assert isinstance(part, bytes)
                 self.send(part)
             self.phase = UPGRADED
             self.deadline = None
             res.upgrade(self)
             return False
-        parts = response_parts(http, res, keep_alive)
+        parts = response_parts(http, head, res, keep_alive)
         if res.file_path is None and res.stream_iter is None:
             # A buffered answer: queued, so answers to pipelined requests go out in one write.
             out = self._out
@@ -336,7 +336,7 @@ class Connection:
             return True
         return self._end_connection(body)
 
-    def _send_parts(self, parts: Iterator[bytes | FileRange]) -> bool:
+    def _send_parts(self, parts: Iterable[bytes | FileRange]) -> bool:
         """Write a file or stream answer as it is produced; False if the producer failed."""
         # The handler's request_timeout deadline ends with the handler: left armed, it would
         # cut a stream whose producer is slow to yield its first chunk (after the 200 head,

@@ -7,7 +7,7 @@ only their IO differs, so the steps live here once:
    a `RequestBody` that reads the body only when the app asks (the owner's `wait` receives
    more bytes when the parser needs them);
 2. the owner runs `app.handle(req, res)` and, when there is a body, `body.settle(status)`;
-3. `response_parts(conn, res, keep_alive)`: what to write, in order — bytes, or a `FileRange`
+3. `response_parts(conn, head, res, keep_alive)`: what to write, in order — bytes, or a `FileRange`
    (the head and a file's range, which a socket sends with sendfile). A stream's chunks are
    produced as the owner writes them, so a slow producer never makes the answer wait whole.
 
@@ -18,7 +18,7 @@ with the same Request, Response and app, writing the answer as frames instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,14 +63,17 @@ def request_for(
 
 
 def response_parts(
-    conn: ServerConnection, res: Response, keep_alive: bool = True
-) -> Iterator[bytes | FileRange]:
-    """What to write for `res`, in order; `conn.keep_alive` says what follows once done.
+    conn: ServerConnection, req_head: RequestHead, res: Response, keep_alive: bool = True
+) -> Iterable[bytes | FileRange]:
+    """What to write for `res`, in order; `conn.keep_alive` says what follows once written.
 
-    An upgrade answer yields its head only: the owner then hands the connection to
-    `res.upgrade` (unless the request was HEAD).
+    A buffered answer is one piece, head and body. An upgrade answer is its head only: the
+    owner then hands the connection to `res.upgrade`.
     """
+    if res.upgrade is None and res.file_path is None and res.stream_iter is None:
+        return (conn.respond(req_head, res.status_code, res.fields(), res.body, keep_alive),)
     head = conn.start_response(
+        req_head,
         res.status_code,
         res.fields(),
         length=res.body_length,
@@ -78,16 +81,18 @@ def response_parts(
         keep_alive=keep_alive,
     )
     if not conn.sends_body:  # HEAD, 1xx, 204, 304, an upgrade
-        yield head + conn.end_response()
-        return
+        return (head + conn.end_response(),)
+    return _produced(conn, res, head)
+
+
+def _produced(conn: ServerConnection, res: Response, head: bytes) -> Iterator[bytes | FileRange]:
+    """A file or stream answer, its chunks encoded as the producer yields them."""
     if res.file_path is not None:
         yield FileRange(head, res.file_path, res.file_offset, res.file_length)
-    elif res.stream_iter is not None:
+    else:
         yield head
         for chunk in res.iter_stream():
             yield conn.send_data(chunk)
-    else:
-        yield head + conn.send_data(res.body)
     end = conn.end_response()
     if end:
         yield end

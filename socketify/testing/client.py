@@ -31,7 +31,7 @@ import orjson
 from socketify.core.response import Response
 from socketify.protocol.http11 import NEED_DATA, ParseError, RequestHead, ServerConnection
 from socketify.server.exchange import FileRange, request_for, response_parts
-from socketify.server.request_body import Unread
+from socketify.server.request_body import RequestBody, Unread
 from socketify.testing.response import TestResponse
 
 if TYPE_CHECKING:
@@ -162,7 +162,11 @@ class TestClient:
             if not isinstance(head, RequestHead):
                 raise ValueError("no complete request in the given bytes")
             req, body = request_for(
-                conn, head, lambda _body: _no_more_bytes(conn), self.remote_addr, opts.trust_proxy
+                conn,
+                head,
+                lambda body: _no_more_bytes(conn, body),
+                self.remote_addr,
+                opts.trust_proxy,
             )
             res = Response(req)
             self.server.handle(req, res)
@@ -171,7 +175,7 @@ class TestClient:
             return conn.refuse(exc.status, exc.detail)
         if res.upgrade is not None and not res.head_only:
             raise TypeError("an upgrade answer: use TestClient.websocket() or TestClient.sse()")
-        return b"".join(map(_read_part, response_parts(conn, res, keep_alive)))
+        return b"".join(map(_read_part, response_parts(conn, head, res, keep_alive)))
 
     def get(self, path: str, **kwargs: Any) -> TestResponse:
         """GET `path`."""
@@ -222,9 +226,9 @@ def _encode_body(data: Any, json: Any) -> tuple[bytes, str | None]:
     return (data.encode() if isinstance(data, str) else bytes(data)), None
 
 
-def _no_more_bytes(conn: ServerConnection) -> None:
+def _no_more_bytes(conn: ServerConnection, body: RequestBody) -> None:
     """The client sent all it had: a body that needs more than the request held is cut short."""
-    conn.continue_response()  # as a socket's connection does on the first wait
+    conn.continue_response(body.head)  # as a socket's connection does on the first wait
     conn.receive_data(b"")
 
 

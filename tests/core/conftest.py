@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterable
 import pytest
 
 from socketify import Request, Response, Server
-from socketify.protocol.http11 import RequestHead, ServerConnection
-from socketify.server.exchange import FileRange, response_parts
+from socketify.protocol.http11 import RequestHead
+from tests.support.wire import wire_bytes
 
 MakeRequest = Callable[..., Request]
 Call = Callable[..., Response]
@@ -49,28 +49,7 @@ def call() -> Call:
     return run
 
 
-def wire_bytes(
-    res: Response, *, keep_alive: bool = True, method: str | None = None, version: str = "HTTP/1.1"
-) -> bytes:
-    """`res` as a connection writes it for a `method` request (file ranges read from disk).
-
-    The method defaults to HEAD for a response made for a HEAD request, else GET.
-    """
-    method = method or ("HEAD" if res.head_only else "GET")
-    conn = ServerConnection()
-    conn.receive_data(f"{method} / {version}\r\nHost: x\r\n\r\n".encode())
-    conn.next_event()
-    parts = []
-    for part in response_parts(conn, res, keep_alive):
-        if isinstance(part, FileRange):
-            with open(part.path, "rb") as file:
-                file.seek(part.offset)
-                part = part.head + file.read(part.length)
-        parts.append(part)
-    return b"".join(parts)
-
-
 @pytest.fixture
 def wire() -> Callable[..., bytes]:
-    """Serialize a Response as the connection would (see `wire_bytes`)."""
+    """Serialize a Response as the connection would (see `tests.support.wire`)."""
     return wire_bytes

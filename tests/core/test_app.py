@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import wire_bytes
 
 from socketify import HTTPError, Request, Response, Server, ServerOptions
+from tests.support.wire import wire_bytes
 
 
 def ok(req: Request, res: Response) -> None:

@@ -6,10 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import wire_bytes
 
 from socketify import Request, Response, Server
 from socketify.protocol.http11 import http_date
+from tests.support.wire import wire_bytes
 
 DATE = re.compile(rb"Date: [A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT\r\n")
 
@@ -480,11 +480,11 @@ def test_fields_and_body_length_are_what_the_connection_writes(tmp_path: Path) -
     res = Response()
     res.set_header("X-A", "1").set_cookie("c", "v").write("ab")
     res.end("c")
-    assert res.fields() == [
+    assert res.fields() == (
         ("X-A", "1"),
         ("Set-Cookie", "c=v; Path=/"),
         ("Content-Type", "text/plain; charset=utf-8"),
-    ]
+    )
     assert res.body_length == 3
     target = tmp_path / "f.bin"
     target.write_bytes(b"0123456789")

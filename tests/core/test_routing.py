@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from conftest import wire_bytes
 from hypothesis import given
 from hypothesis import strategies as st
 
 from socketify import HTTPError, Request, Response, Server
 from socketify.core.routing import Router, allow_header, decode_path, split_path
+from tests.support.wire import wire_bytes
 
 
 def named(name: str):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conftest import wire_bytes
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -16,6 +15,7 @@ from socketify.core.mime import guess_type
 from socketify.core.routing import split_path
 from socketify.core.urlencoded import parse_query
 from socketify.protocol.http11.status import reason, status_line
+from tests.support.wire import wire_bytes
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 __all__ = ["file_handlers", "reopen_log_files"]
 
@@ -35,7 +36,7 @@ def reopen_log_files() -> int:
         try:
             if handler.stream is None:
                 continue
-            fresh = open(  # noqa: SIM115 (the handler owns the file from now on)
+            fresh: Any = open(  # noqa: SIM115 (the handler owns the file from now on)
                 handler.baseFilename, handler.mode, encoding=handler.encoding, errors=handler.errors
             )
             old = handler.setStream(fresh)  # flushes the old stream
