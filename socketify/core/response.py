@@ -29,11 +29,7 @@ import orjson
 from socketify.core.cookies import build_set_cookie, expired_cookie
 from socketify.core.headers import Headers, content_disposition
 from socketify.core.mime import guess_type
-from socketify.protocol.http11.serializer import (
-    LOWER_HEADER_NAMES,
-    check_header_name,
-    check_header_value,
-)
+from socketify.protocol.http11.serializer import HeaderField, check_header_value, header_field
 from socketify.protocol.http11.status import NO_BODY_STATUSES, reason
 
 if TYPE_CHECKING:
@@ -50,8 +46,6 @@ _SINGLE = frozenset({"date", "server", "connection"})  # a second value replaces
 # Headers that describe the old body; an error page must not inherit them.
 _ENTITY = frozenset({"content-disposition", "content-encoding", "content-range"})
 _HTML_START = (b"<!doctype", b"<html")
-
-Field = tuple[str, str, str]  # (lower-case name, name as given, value)
 
 
 class Response:
@@ -75,8 +69,8 @@ class Response:
 
     def __init__(self, request: Request | None = None) -> None:
         self.status_code = 200  # set with `status()`, which checks it
-        self._fields: list[Field] | None = None
-        self._content_type: str | None = None
+        self._fields: list[HeaderField] | None = None
+        self._content_type: HeaderField | None = None  # kept apart: one value, sent last
         self._cookies: list[str] | None = None
         self._body = b""
         self._chunks: list[bytes] | None = None
@@ -100,15 +94,17 @@ class Response:
 
     def set_header(self, name: str, value: str) -> Response:
         """Set header `name` (case-insensitive), replacing earlier values; chains."""
-        # PERF: a common name and a printable-ASCII value pass without the full checks.
-        lower = LOWER_HEADER_NAMES.get(name) or check_header_name(name)
-        if type(value) is not str or not (value.isascii() and value.isprintable()):
-            value = check_header_value(value)
+        field = header_field(name, value)
+        lower = field[0]
         if lower == "content-type":
-            self._content_type = value
-        elif lower not in _FRAMING:  # framing is the connection's: a wrong value would desync
+            self._content_type = field
+        elif lower in _FRAMING:
+            pass  # framing is the connection's: a wrong value would desynchronise the client
+        elif self._fields is None:
+            self._fields = [field]
+        else:
             self._remove(lower)
-            self._append((lower, name, value))
+            self._fields.append(field)
         return self
 
     def add_header(self, name: str, value: str) -> Response:
@@ -116,18 +112,19 @@ class Response:
 
         Content-Type, Date, Server and Connection have one value: adding replaces.
         """
-        lower = check_header_name(name)
+        field = header_field(name, value)
+        lower = field[0]
         if lower == "content-type" or lower in _SINGLE:
             return self.set_header(name, value)
         if lower not in _FRAMING:
-            self._append((lower, name, check_header_value(value)))
+            self._append(field)
         return self
 
     def get_header(self, name: str, default: str | None = None) -> str | None:
         """Return the value of header `name` (repeats joined with ", "), or `default`."""
         lower = name.lower()
         if lower == "content-type":
-            value = self._content_type
+            value = self.content_type
         else:
             found = [field[2] for field in self._fields or () if field[0] == lower]
             value = ", ".join(found) if found else None
@@ -142,7 +139,7 @@ class Response:
             self._remove(lower)
         return self
 
-    def _append(self, field: Field) -> None:
+    def _append(self, field: HeaderField) -> None:
         if self._fields is None:
             self._fields = [field]
         else:
@@ -150,8 +147,12 @@ class Response:
 
     def _remove(self, lower: str) -> None:
         fields = self._fields
-        if fields and any(field[0] == lower for field in fields):
-            fields[:] = [field for field in fields if field[0] != lower]
+        if fields is None:
+            return
+        for field in fields:
+            if field[0] == lower:
+                fields[:] = [kept for kept in fields if kept[0] != lower]
+                return
 
     @property
     def close_connection(self) -> bool:
@@ -177,9 +178,9 @@ class Response:
             self._chunks = None
         if self._content_type is None:
             if content_type is not None:
-                self._content_type = check_header_value(content_type)
+                self._content_type = header_field("Content-Type", content_type)
             elif data:
-                self._content_type = _sniff(data)
+                self._content_type = header_field("Content-Type", _sniff(data))
         self._body = data
         self.ended = True
         return True
@@ -192,7 +193,7 @@ class Response:
         """Send `obj` as compact JSON; always `application/json; charset=utf-8`."""
         if self.ended:
             return False
-        self._content_type = APPLICATION_JSON
+        self._content_type = header_field("Content-Type", APPLICATION_JSON)
         return self.send(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS))
 
     def json_error(self, status: int, message: str) -> bool:
@@ -234,7 +235,7 @@ class Response:
         location = quote(url, safe="!#$%&'()*+,/:;=?@[]~")
         self.status(code).set_header("Location", location)
         shown = html.escape(location)
-        self._content_type = TEXT_HTML
+        self._content_type = header_field("Content-Type", TEXT_HTML)
         return self.send(
             "<!DOCTYPE html><html><head><title>Redirect</title></head>"
             f'<body>Redirecting to <a href="{shown}">{shown}</a></body></html>\n'
@@ -274,7 +275,7 @@ class Response:
             disposition = content_disposition(name or os.path.basename(fspath))
             self.set_header("Content-Disposition", disposition)
         if self._content_type is None:
-            self._content_type = guess_type(fspath)
+            self._content_type = header_field("Content-Type", guess_type(fspath))
         self.file_path = fspath
         self.file_offset = offset
         self.file_length = length
@@ -340,14 +341,14 @@ class Response:
     @property
     def content_type(self) -> str | None:
         """The Content-Type set so far, or None."""
-        return self._content_type
+        return None if self._content_type is None else self._content_type[2]
 
     @property
     def headers(self) -> Headers:
         """A read-only snapshot of the headers set so far (cookies excluded)."""
         items = [(field[1], field[2]) for field in self._fields or ()]
         if self._content_type is not None:
-            items.append(("Content-Type", self._content_type))
+            items.append(("Content-Type", self._content_type[2]))
         return Headers(items, readonly=True)
 
     @property
@@ -385,15 +386,15 @@ class Response:
 
     # -- what the connection writes -------------------------------------------------------
 
-    def fields(self) -> tuple[tuple[str, str], ...]:
+    def fields(self) -> tuple[HeaderField, ...]:
         """The header fields to send, in order: the handler's, Set-Cookie lines, Content-Type."""
-        if self._fields is None and self._cookies is None:  # the usual answer: a type at most
-            return () if self._content_type is None else (("Content-Type", self._content_type),)
-        fields = tuple([(field[1], field[2]) for field in self._fields]) if self._fields else ()
+        fields = tuple(self._fields) if self._fields else ()
         if self._cookies:
-            fields += tuple([("Set-Cookie", line) for line in self._cookies])
+            fields += tuple(
+                [("set-cookie", "Set-Cookie", c, f"Set-Cookie: {c}\r\n") for c in self._cookies]
+            )
         if self._content_type is not None:
-            fields += (("Content-Type", self._content_type),)
+            fields += (self._content_type,)
         return fields
 
     @property

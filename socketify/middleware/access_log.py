@@ -31,6 +31,7 @@ from socketify.core.chain import Hooked, hooked
 from socketify.core.errors import HTTPError
 from socketify.middleware.log_handlers import LineSink
 from socketify.middleware.proxy import TrustProxy, client_ip_resolver
+from socketify.protocol.http11.status import NO_BODY_STATUSES
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
@@ -70,8 +71,12 @@ def middleware(
     clock = time.perf_counter_ns
 
     def access_log_middleware(req: Request, res: Response, error: BaseException | None) -> None:
-        status, sent = _outcome(res, error)
-        level = _level_of(status)
+        if error is None and res.ended and not res.head_only:  # the usual answer
+            status = res.status_code
+            sent = res.body_length if status not in NO_BODY_STATUSES else 0
+        else:
+            status, sent = _outcome(res, error)
+        level = _INFO if status < 400 else _level_of(status)
         if not log.isEnabledFor(level):
             return
         ms = (clock() - req.started_ns) / 1e6

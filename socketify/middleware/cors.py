@@ -58,7 +58,7 @@ def middleware(
             if varies:
                 add_vary(res, "Origin")
             return True
-        allowed = decide(origin)
+        allowed = "*" if decide is _any_origin else decide(origin)
         if allowed is not None:
             res.set_header("Access-Control-Allow-Origin", allowed)
             if allow_credentials:

@@ -19,10 +19,12 @@ from socketify.protocol.http11.events import (
 from socketify.protocol.http11.parser import RequestParser
 from socketify.protocol.http11.serializer import (
     DateLines,
+    HeaderField,
     check_header_name,
     check_header_value,
     encode_chunk,
     error_response,
+    header_field,
     http_date,
     serialize_head,
 )
@@ -36,6 +38,7 @@ __all__ = [
     "NO_BODY_STATUSES",
     "DateLines",
     "Framing",
+    "HeaderField",
     "LocalProtocolError",
     "ParseError",
     "RequestHead",
@@ -46,6 +49,7 @@ __all__ = [
     "check_header_value",
     "encode_chunk",
     "error_response",
+    "header_field",
     "http_date",
     "reason",
     "serialize_head",

@@ -39,6 +39,7 @@ from socketify.protocol.http11.parser import RequestParser
 from socketify.protocol.http11.serializer import (
     SERVER_NAME,
     DateLines,
+    HeaderField,
     encode_chunk,
     error_response,
     http_date,
@@ -49,6 +50,8 @@ __all__ = ["CONTINUE", "Framing", "LocalProtocolError", "ServerConnection"]
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _FRAMING_FIELDS = frozenset({"content-length", "transfer-encoding"})
+# Fields that are not just copied: the framing ones (refused), Connection, Date and Server.
+_NOT_PLAIN = _FRAMING_FIELDS | {"connection", "date", "server"}
 _DATE = DateLines()
 
 
@@ -122,7 +125,7 @@ class ServerConnection:
         self,
         head: RequestHead,
         status: int,
-        fields: tuple[tuple[str, str], ...],
+        fields: tuple[HeaderField, ...],
         *,
         length: int | None = 0,
         upgrade: bool = False,
@@ -130,8 +133,8 @@ class ServerConnection:
     ) -> bytes:
         """The head of the answer to the request `head`.
 
-        `fields` are checked header fields in order (`check_header_name`/`check_header_value`):
-        a Date or Server among them replaces ours; a Connection with `close` ends keep-alive,
+        `fields` are the answer's header fields in order (`header_field` made them): a Date or
+        Server among them replaces ours; a Connection with `close` ends keep-alive,
         and an upgrade's Connection (`Upgrade`) is sent as given. `length` is the body's
         size, or None when unknown (a stream). `upgrade` sends the head of a protocol
         switch: no framing, the socket changes hands. `keep_alive=False` closes after this
@@ -148,7 +151,7 @@ class ServerConnection:
         self,
         head: RequestHead,
         status: int,
-        fields: tuple[tuple[str, str], ...],
+        fields: tuple[HeaderField, ...],
         body: bytes,
         keep_alive: bool = True,
     ) -> bytes:
@@ -197,100 +200,130 @@ class ServerConnection:
 def _answer_head(
     head: RequestHead,
     status: int,
-    fields: tuple[tuple[str, str], ...],
+    fields: tuple[HeaderField, ...],
     length: int | None,
     upgrade: bool,
     keep_alive: bool,
 ) -> tuple[bytes, Framing, bool]:
     """(head bytes, body framing, keep-alive) of an answer to `head`; see `start_response`.
 
-    PERF: most answers repeat (a health check, a polled API, a pipelining client), and their
-    head is the same bytes for the whole second its Date names: remembered, it costs a dict
-    lookup instead of the assembly in `_head` (a quarter of the work of answering a /ping).
+    PERF: what surrounds the answer's own fields (the status line, Date and Server, the
+    framing and Connection lines) depends on a few values only and, within the second its
+    Date names, is remembered: an answer costs its fields' lines and one lookup. A plain
+    answer (a Content-Type at most, as a health check, a JSON API, a pipelining benchmark
+    send) is remembered whole: one lookup.
     """
     keep_alive = keep_alive and head.keep_alive and not upgrade
+    frames = _FRAMES
+    if _time() >= frames.until:
+        frames.start_second()
+    if len(fields) > 1:
+        return _render(head, status, fields, length, upgrade, keep_alive)
     key = (status, fields, length, upgrade, keep_alive, head.method, head.version)
-    heads = _HEADS
-    if _time() >= heads.until:
-        heads.start_second()
-    known = heads.get(key)
+    known = _PLAIN.get(key)
     if known is None:
-        known = _head(status, fields, length, upgrade, keep_alive, head)
-        heads.keep(key, known)
+        known = _render(head, status, fields, length, upgrade, keep_alive)
+        if len(_PLAIN) >= _FRAMES_KEPT:
+            _PLAIN.clear()
+        _PLAIN[key] = known
     return known
 
 
-def _head(
+def _render(
+    head: RequestHead,
     status: int,
-    fields: tuple[tuple[str, str], ...],
+    fields: tuple[HeaderField, ...],
+    length: int | None,
+    upgrade: bool,
+    keep_alive: bool,
+) -> tuple[bytes, Framing, bool]:
+    """(head bytes, body framing, keep-alive), made from the fields and the remembered frame."""
+    own = ""  # the lower-case names of the fields that replace ours ("date", "server"), joined
+    connection: str | None = None
+    lines = ""
+    for lower, name, value, line in fields:
+        if lower in _NOT_PLAIN:
+            if lower in _FRAMING_FIELDS:
+                raise LocalProtocolError(f"{name} is the connection's to send")
+            if lower == "connection":
+                connection = value
+                if "close" in (token.strip().lower() for token in value.split(",")):
+                    keep_alive = False
+                continue
+            own += lower
+        lines += line
+    key = (status, length, upgrade, keep_alive, head.method, head.version, own, connection)
+    frames = _FRAMES
+    frame = frames.get(key)
+    if frame is None:
+        frame = _frame(status, length, upgrade, keep_alive, head, own, connection)
+        frames.keep(key, frame)
+    start, end, framing, keep_alive = frame
+    return f"{start}{lines}{end}".encode("latin-1"), framing, keep_alive
+
+
+def _frame(
+    status: int,
     length: int | None,
     upgrade: bool,
     keep_alive: bool,
     head: RequestHead,
-) -> tuple[bytes, Framing, bool]:
-    """(head bytes, body framing, keep-alive) of an answer; see `start_response`."""
-    own_date = own_server = False
-    connection: str | None = None
-    extra = ""
-    for name, value in fields:
-        lower = name.lower()
-        if lower in _FRAMING_FIELDS:
-            raise LocalProtocolError(f"{name} is the connection's to send")
-        if lower == "connection":
-            connection = value
-            if "close" in (token.strip().lower() for token in value.split(",")):
-                keep_alive = False
-            continue
-        if lower == "date":
-            own_date = True
-        elif lower == "server":
-            own_server = True
-        extra += f"{name}: {value}\r\n"
-    lines = STATUS_LINES.get(status) or status_line(status)
-    if not (own_date or own_server):
-        lines += _DATE.get()
-    elif not own_date:
-        lines += f"Date: {http_date()}\r\n"
-    elif not own_server:
-        lines += f"Server: {SERVER_NAME}\r\n"
-    lines += extra
+    own: str,
+    connection: str | None,
+) -> tuple[str, str, Framing, bool]:
+    """What surrounds an answer's own fields: (status and Date/Server lines, framing and
+    Connection lines with the blank line, body framing, keep-alive)."""
+    start = STATUS_LINES.get(status) or status_line(status)
+    if not own:
+        start += _DATE.get()
+    elif "date" not in own:
+        start += f"Date: {http_date()}\r\n"
+    elif "server" not in own:
+        start += f"Server: {SERVER_NAME}\r\n"
+    end = ""
     if upgrade:
         framing = Framing.NONE
     elif status in NO_BODY_STATUSES:
         framing = Framing.NONE  # no content, so no Content-Length either
     elif length is not None:
         framing = Framing.LENGTH
-        lines += f"Content-Length: {length}\r\n"
+        end = f"Content-Length: {length}\r\n"
     elif head.version == "HTTP/1.0":
         framing = Framing.CLOSE
         keep_alive = False
     else:
         framing = Framing.CHUNKED
-        lines += "Transfer-Encoding: chunked\r\n"
+        end = "Transfer-Encoding: chunked\r\n"
     if head.method == "HEAD" and framing is not Framing.NONE:
         framing = Framing.NONE  # the GET answer's headers, no body
     if connection is None or not upgrade:
         connection = "keep-alive" if keep_alive else "close"
-    data = f"{lines}Connection: {connection}\r\n\r\n".encode("latin-1")
-    return data, framing, keep_alive
+    return start, f"{end}Connection: {connection}\r\n\r\n", framing, keep_alive
 
 
-class _HeadCache(dict[tuple[object, ...], tuple[bytes, Framing, bool]]):
-    """Heads made during the current Date second, by what made them; bounded."""
+_Frame = tuple[str, str, Framing, bool]
 
-    until = 0.0  # when this second's heads go stale
+
+class _FrameCache(dict[tuple[object, ...], _Frame]):
+    """Frames made during the current Date second (they hold its Date line); bounded."""
+
+    until = 0.0  # when this second's frames go stale
 
     def start_second(self) -> None:
-        """Forget the last second's heads (their Date line is out of date)."""
+        """Forget the last second's frames, and the plain heads made of them."""
         self.clear()
+        _PLAIN.clear()
         self.until = float(int(_time()) + 1)
 
-    def keep(self, key: tuple[object, ...], made: tuple[bytes, Framing, bool]) -> None:
-        """Remember a head; a full cache starts over (a client sending unique answers)."""
-        if len(self) >= _HEADS_KEPT:
+    def keep(self, key: tuple[object, ...], frame: _Frame) -> None:
+        """Remember a frame; a full cache starts over."""
+        if len(self) >= _FRAMES_KEPT:
             self.clear()
-        self[key] = made
+            _PLAIN.clear()
+        self[key] = frame
 
 
-_HEADS_KEPT = 256
-_HEADS = _HeadCache()
+_FRAMES_KEPT = 256
+_FRAMES = _FrameCache()
+# Whole heads of plain answers, made this second (cleared with the frames, and when full).
+_PLAIN: dict[tuple[object, ...], tuple[bytes, Framing, bool]] = {}

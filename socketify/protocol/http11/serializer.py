@@ -16,10 +16,12 @@ __all__ = [
     "LOWER_HEADER_NAMES",
     "SERVER_NAME",
     "DateLines",
+    "HeaderField",
     "check_header_name",
     "check_header_value",
     "encode_chunk",
     "error_response",
+    "header_field",
     "http_date",
     "serialize_head",
 ]
@@ -90,6 +92,35 @@ def check_header_value(value: object) -> str:
         except UnicodeEncodeError:
             raise ValueError("header values must be latin-1; percent-encode the rest") from None
     return text
+
+
+# One response header field, checked and rendered once: (lower-case name, name as given,
+# value, `Name: value\r\n`). `ServerConnection` writes the last part as it is.
+HeaderField = tuple[str, str, str, str]
+
+
+def header_field(name: str, value: str) -> HeaderField:
+    """The checked `HeaderField` for `name: value` (ValueError if either would split a head).
+
+    PERF: answers repeat the same fields (a Content-Type, `Vary: Origin`, a CORS origin):
+    those made lately are handed out again (they are immutable), without the checks and the
+    rendering. The memory is bounded: a full one starts over.
+    """
+    key = (name, value)
+    field = _FIELDS.get(key) if type(value) is str else None
+    if field is None:
+        lower = check_header_name(name)
+        if type(value) is not str or not (value.isascii() and value.isprintable()):
+            value = check_header_value(value)  # the full checks, for what the quick one doubts
+        field = (lower, name, value, f"{name}: {value}\r\n")
+        if len(_FIELDS) >= _FIELDS_KEPT:
+            _FIELDS.clear()
+        _FIELDS[key] = field
+    return field
+
+
+_FIELDS: dict[tuple[str, str], HeaderField] = {}
+_FIELDS_KEPT = 1024
 
 
 def serialize_head(status: int, headers: Iterable[tuple[str, str]]) -> bytes:
