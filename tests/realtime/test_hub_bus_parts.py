@@ -6,7 +6,7 @@ import os
 
 from socketify.protocol.websocket import Opcode, frame_bytes
 from socketify.realtime import pulse, sse
-from socketify.realtime.pulse import bus_parts
+from socketify.realtime import bus_parts
 from workers.shared.bus import LocalBus
 
 
