@@ -196,7 +196,7 @@ class Rooms(ABC, Generic[M]):
         return f"{self.name}:{room}"
 
     def _deliver(self, room: str, payload: bytes) -> None:
-        # Runs for every broadcast to a room with members here. PERF: the fan-out loop.
+        # The bus calls this once per broadcast to a room with members in this process.
         if payload[0] == bus_parts.PART_MARK:
             whole = self._parts.add(payload)
             if whole is None:
@@ -206,7 +206,7 @@ class Rooms(ABC, Generic[M]):
         if local is None:
             return  # the last member left after the message was published
         n = payload[0]
-        skip = payload[1 : 1 + n].decode("utf-8") if n else ""
+        skip = payload[1 : 1 + n].decode("utf-8")
         data = payload[1 + n :]
         # A snapshot: a write may end a connection, whose member then leaves the room.
         for member_id, send in list(local.senders.items()):

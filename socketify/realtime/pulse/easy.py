@@ -162,7 +162,7 @@ class Connection:
         return fn
 
     def clear_handlers(self) -> None:
-        """Drop the event and raw handlers (what `App.release` does; messages then go unread)."""
+        """Drop the event and raw handlers: what `App.release` does to a connection it forgets."""
         self._events.clear()
         self._raw = None
 
