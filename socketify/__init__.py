@@ -11,12 +11,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from socketify.app import Server
+from socketify.core.compression import CompressionOptions
 from socketify.core.errors import HTTPError
 from socketify.core.options import ServerOptions
 from socketify.core.request import Request
 from socketify.core.response import Response
 from socketify.core.tls_options import TlsOptions
-from socketify.middleware.compression import CompressionOptions
 
 if TYPE_CHECKING:
     from socketify.middleware import access_log as logging

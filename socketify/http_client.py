@@ -285,9 +285,13 @@ class Client:
             cert_reqs="CERT_REQUIRED" if self._verify else "CERT_NONE",
         )
 
-    def _after_fork(self) -> None:
-        # A pooled socket used by two processes interleaves their requests: the child starts
-        # with empty pools (dropping its copies of the descriptors does not touch the parent).
+    def drop_pools(self) -> None:
+        """Start over with empty pools, without closing the pooled sockets.
+
+        What a forked child does: a pooled socket used by two processes interleaves their
+        requests, and dropping the child's copies of the descriptors does not touch the
+        parent's connections.
+        """
         self._pool = self._new_pool()
 
     def close(self) -> None:
@@ -400,7 +404,7 @@ def _reset_after_fork() -> None:
     global _shared_lock
     _shared_lock = threading.Lock()  # another thread may have held it at fork time
     for client in list(_live_clients):
-        client._after_fork()
+        client.drop_pools()
 
 
 os.register_at_fork(after_in_child=_reset_after_fork)

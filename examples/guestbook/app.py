@@ -26,7 +26,7 @@ import socketify.db
 from socketify import Request, Response, Server, cors, ratelimit, static_files
 from socketify import logging as access_log
 from socketify.middleware import request_id
-from socketify.middleware.compression import CompressionOptions
+from socketify.core.compression import CompressionOptions
 from socketify.realtime import sse
 from socketify.state import sessions
 

@@ -32,12 +32,12 @@ from typing import Any
 
 from socketify.core.callables import require_blocking
 from socketify.core.chain import Chain
+from socketify.core.compression import resolve as resolve_compression
 from socketify.core.errors import HTTPError
 from socketify.core.options import ServerOptions
 from socketify.core.request import Request
 from socketify.core.response import TEXT_PLAIN, Response
 from socketify.core.routing import Group, Middleware, Registrar, Route, Router, allow_header
-from socketify.middleware.compression import resolve as resolve_compression
 from socketify.protocol.http11.status import reason
 
 __all__ = ["Application", "ErrorHandler"]
@@ -128,7 +128,7 @@ class Application(Registrar):
     def _dispatch(self, req: Request, res: Response) -> None:
         """The end of the global chain: find the route, run its chain, finish the answer."""
         method = req.method
-        path = req.raw_path
+        path = req.head.path
         if path == "*":  # asterisk-form: `OPTIONS * HTTP/1.1` asks about the server
             if method != "OPTIONS":
                 raise HTTPError(400, "Only OPTIONS may use the * target")

@@ -29,7 +29,7 @@ from python_multipart.multipart import MultipartState
 
 from socketify.core.errors import HTTPError
 from socketify.core.headers import MultiDict
-from socketify.core.request import parse_query
+from socketify.core.urlencoded import parse_query
 
 if TYPE_CHECKING:
     from socketify.core.request import Request

@@ -110,7 +110,10 @@ class Headers(MutableMapping[str, str]):
 
     def _check_writable(self) -> None:
         if self._readonly:
-            raise TypeError("these headers are read-only; use the Response methods")
+            raise TypeError(
+                "these headers are read-only: change a request's with req.set_header(name,"
+                " value), a response's with res.set_header(name, value)"
+            )
 
     def __repr__(self) -> str:
         return f"Headers({[(k, v) for k, vs in self._data.items() for v in vs]!r})"

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote_plus
 
 import orjson
 
@@ -24,32 +23,13 @@ from socketify.core.cookies import parse_cookie_header
 from socketify.core.errors import HTTPError
 from socketify.core.headers import Headers, MultiDict
 from socketify.core.routing import decode_path
+from socketify.core.urlencoded import parse_query
 
 if TYPE_CHECKING:
     from socketify.core.body import BodyLimits, UploadedFiles
     from socketify.protocol.http11 import RequestHead
 
-__all__ = ["Request", "parse_query"]
-
-
-def _unquote_plus(text: str) -> str:
-    # PERF: most keys and values need no decoding at all.
-    if "%" in text or "+" in text:
-        return unquote_plus(text)  # keeps malformed escapes as raw text, as SPEC asks
-    return text
-
-
-def parse_query(query_string: str) -> MultiDict:
-    """Parse `a=1&b=2`: `+` is a space, %XX decoded, empty keys dropped, missing value ""."""
-    pairs: list[tuple[str, str]] = []
-    for part in query_string.split("&"):
-        if not part:
-            continue
-        key, _, value = part.partition("=")
-        key = _unquote_plus(key)
-        if key:
-            pairs.append((key, _unquote_plus(value)))
-    return MultiDict(pairs)
+__all__ = ["Request"]
 
 
 def _first_forwarded_for(value: str) -> str:
@@ -67,20 +47,13 @@ def _first_forwarded_for(value: str) -> str:
     return ""
 
 
-# PERF: names asked for in lower case already (most lookups), so a missing header costs no
-# lower-casing; bounded, as a handler may ask for names it got from clients.
-_LOWER_CASE_NAMES: set[str] = set()
-_LOWER_CASE_NAMES_KEPT = 1024
-
-
 class Request:
     """An HTTP request: method, path, headers, query, params, cookies and the body."""
 
     __slots__ = (
         "_body",
-        "_by_name",
+        "_changed",
         "_cookies",
-        "_fields",
         "_form_data",
         "_headers",
         "_locals",
@@ -121,11 +94,10 @@ class Request:
         self.trust_proxy = trust_proxy
         self._scheme = scheme
         self.client_cert: dict[str, Any] | None = None  # the verified peer certificate (mTLS)
-        self._headers: Headers | None = None
-        self._fields: list[tuple[str, str]] | None = None  # with _set_field's changes, built late
-        # The head's name map (shared by identical heads; None until it is built), or this
-        # request's copy of it once `_set_field` changed a field.
-        self._by_name: dict[str, str] | None = head._by_name
+        self._headers: Headers | None = None  # the mapping, built on first use
+        # Fields middleware set on this request ({lower-case name: value, or None: removed});
+        # the head stays as the client sent it.
+        self._changed: dict[str, str | None] | None = None
         self._query: MultiDict | None = None
         self._cookies: dict[str, str] | None = None
         self._params: dict[str, str] | None = None
@@ -168,73 +140,51 @@ class Request:
 
     @property
     def headers(self) -> Headers:
-        """Case-insensitive header mapping; repeated fields are joined with ", "."""
+        """Case-insensitive, read-only header mapping; repeated fields are joined with ", "."""
         headers = self._headers
         if headers is None:
-            headers = self._headers = Headers(self._field_list())
+            headers = self._headers = Headers(self.header_fields(), readonly=True)
         return headers
-
-    def _names(self) -> dict[str, str]:
-        """The name map `header` reads (see `_by_name`), built on first use.
-
-        PERF: built-in middleware read `(req._by_name or req._names()).get(name)` for a
-        lower-case name while `_headers` is None: `header` without the call.
-        """
-        by_name = self._by_name
-        if by_name is None:
-            by_name = self._by_name = self.head.by_name()
-        return by_name
-
-    def _set_field(self, lower: str, value: str) -> None:
-        """Set header `lower` (lower-cased) to `value` as downstream code will read it.
-
-        PERF: what `req.headers[name] = value` does without building the mapping: only a copy
-        of the head's name map changes (the head is shared with identical requests); the field
-        list is rebuilt from it if someone asks for it (`_field_list`).
-        """
-        if self._headers is not None:
-            self._headers[lower] = value
-            return
-        by_name = self._by_name or self._names()
-        head = self.head
-        if by_name is head._by_name:  # still the shared one: this request gets a copy
-            by_name = self._by_name = by_name.copy()
-        by_name[lower] = value
-        self._fields = None
-
-    def _field_list(self) -> list[tuple[str, str]]:
-        """The header fields as downstream code sees them: the head's, with `_set_field`'s."""
-        fields = self._fields
-        if fields is not None:
-            return fields
-        head = self.head
-        own = self._by_name
-        if own is None or own is head._by_name:
-            return head.headers
-        shared = head.by_name()
-        changed = {name: value for name, value in own.items() if shared.get(name) != value}
-        # A changed name's fields (repeats too) give way to its one new field, at the end.
-        fields = [field for field in head.headers if field[0] not in changed]
-        fields.extend(changed.items())
-        self._fields = fields
-        return fields
 
     def header(self, name: str, default: str = "") -> str:
         """Return the value of header `name` (repeats joined with ", "), or `default`."""
-        if self._headers is not None:
-            value = self._headers.get(name)
-            return default if value is None else value
-        # PERF: the head's own map (shared by identical heads), or this request's copy once
-        # `_set_field` changed one; callers mostly pass the lower-case name: one dict get.
-        by_name = self._by_name or self._names()
-        value = by_name.get(name)
-        if value is None and name not in _LOWER_CASE_NAMES:
+        changed = self._changed
+        if changed is not None:
             lower = name.lower()
-            if lower != name:
-                value = by_name.get(lower)
-            elif len(_LOWER_CASE_NAMES) < _LOWER_CASE_NAMES_KEPT:
-                _LOWER_CASE_NAMES.add(name)
+            if lower in changed:
+                value = changed[lower]
+                return default if value is None else value
+        names = self.head.names
+        value = names.get(name)
+        if value is None and not name.islower():
+            value = names.get(name.lower())
         return default if value is None else value
+
+    def set_header(self, name: str, value: str | None) -> None:
+        """Change header `name` as later middleware and the handler see it (None removes it).
+
+        The client's head is left as it was sent; this request alone sees the change.
+        """
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"a header value must be str, not {type(value).__name__}")
+        lower = name.lower()
+        if self._changed is None:
+            self._changed = {lower: value}
+        else:
+            self._changed[lower] = value
+        self._headers = None
+        if lower == "cookie":
+            self._cookies = None
+
+    def header_fields(self) -> list[tuple[str, str]]:
+        """The (lower-case name, value) fields as seen now: the client's, with the changes."""
+        changed = self._changed
+        fields = list(self.head.headers)
+        if changed:
+            # A changed name's fields (repeats too) give way to its one new field, at the end.
+            fields = [field for field in fields if field[0] not in changed]
+            fields.extend((name, value) for name, value in changed.items() if value is not None)
+        return fields
 
     @property
     def content_type(self) -> str:
@@ -308,10 +258,7 @@ class Request:
         """Cookies sent by the client (SPEC §1.7: last duplicate wins, no URL-decoding)."""
         cookies = self._cookies
         if cookies is None:
-            if self._headers is not None:  # middleware may have rewritten the headers
-                lines = self._headers.getall("cookie")
-            else:
-                lines = [value for name, value in self._field_list() if name == "cookie"]
+            lines = [value for name, value in self.header_fields() if name == "cookie"]
             cookies = {}
             for line in lines:
                 cookies.update(parse_cookie_header(line))

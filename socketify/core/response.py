@@ -1,16 +1,16 @@
-"""`Response`: what a handler builds, and how it becomes bytes (SPEC §1.6, §1.2, DESIGN §4).
+"""`Response`: what a handler builds; the connection turns it into bytes.
 
 Theory of operation. Handlers and middleware only record: status, headers, cookies and one
-body kind — buffered bytes, a file range (for sendfile), an iterable stream (chunked), or an
-`upgrade` callable that takes the socket over (SSE, Pulse). Nothing is written until the whole
-chain has returned, so middleware can still add headers after `next()`. The connection then
-calls `to_bytes()` (buffered) or `head_bytes()` and sends the body itself; both live in
-`socketify.core.response_wire`.
+body kind — buffered bytes, a file range (for sendfile), an iterable stream, or an `upgrade`
+callable that takes the connection over (SSE, Pulse). Nothing is written until the whole chain
+has returned, so middleware can still add headers after `next()`. The connection then reads the
+answer through the public surface — `status_code`, `fields()`, `body_length` and the body kind
+— and its protocol decides the framing (Content-Length, chunked, HEAD, keep-alive).
 
 Everything a client could use to split a response is refused when it is set, not when it is
 written: CR, LF or NUL in a header name or value, bad cookie names, unsafe redirect targets.
-Headers we own (Date, Server, Content-Length, Transfer-Encoding, Connection) cannot be
-duplicated: Date/Server replace ours, the framing headers are ours alone.
+Content-Length and Transfer-Encoding are the connection's alone; Date, Server and Connection
+set here replace the connection's own.
 """
 
 from __future__ import annotations
@@ -29,31 +29,29 @@ import orjson
 from socketify.core.cookies import build_set_cookie, expired_cookie
 from socketify.core.headers import Headers, content_disposition
 from socketify.core.mime import guess_type
-from socketify.core.response_headers import (
-    CHECKED_NAMES,
-    FRAMING,
-    KEPT_APART,
-    REPLACED,
-    HeaderLine,
-    check_name,
-    header_line,
+from socketify.protocol.http11.serializer import (
+    LOWER_HEADER_NAMES,
+    check_header_name,
+    check_header_value,
 )
-from socketify.core.response_wire import buffered_bytes, head_bytes
-from socketify.protocol.http11.serializer import check_header_value
 from socketify.protocol.http11.status import NO_BODY_STATUSES, reason
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
 
-__all__ = ["HeaderLine", "Response", "header_line"]
+__all__ = ["APPLICATION_JSON", "TEXT_HTML", "TEXT_PLAIN", "Response"]
 
 TEXT_PLAIN = "text/plain; charset=utf-8"
 TEXT_HTML = "text/html; charset=utf-8"
 APPLICATION_JSON = "application/json; charset=utf-8"
 
+_FRAMING = frozenset({"content-length", "transfer-encoding"})  # the connection's alone
+_SINGLE = frozenset({"date", "server", "connection"})  # a second value replaces the first
 # Headers that describe the old body; an error page must not inherit them.
 _ENTITY = frozenset({"content-disposition", "content-encoding", "content-range"})
 _HTML_START = (b"<!doctype", b"<html")
+
+Field = tuple[str, str, str]  # (lower-case name, name as given, value)
 
 
 class Response:
@@ -64,40 +62,32 @@ class Response:
         "_chunks",
         "_content_type",
         "_cookies",
-        "_ended",
-        "_head_only",
-        "_headers",
-        "_http10",
-        "_own",
-        "_status",
-        "close_connection",
+        "_fields",
+        "ended",
         "file_length",
         "file_offset",
         "file_path",
+        "head_only",
+        "status_code",
         "stream_iter",
         "upgrade",
     )
 
     def __init__(self, request: Request | None = None) -> None:
-        self._status = 0
-        self._headers: list[HeaderLine] | None = None  # (lower, name, value, wire line)
+        self.status_code = 200  # set with `status()`, which checks it
+        self._fields: list[Field] | None = None
         self._content_type: str | None = None
         self._cookies: list[str] | None = None
         self._body = b""
         self._chunks: list[bytes] | None = None
-        self._ended = False
-        self._own: dict[str, str] | None = None  # user Date, Server, Connection
-        self.close_connection = False
+        self.ended = False  # True once a body was chosen (send, json, end, send_file, stream...)
         self.file_path: str | None = None
         self.file_offset = 0
         self.file_length = 0
         self.stream_iter: Iterable[bytes | str] | None = None
         self.upgrade: Callable[[Any], Any] | None = None
-        if request is None:
-            self._head_only = self._http10 = False
-        else:
-            self._head_only = request.method == "HEAD"
-            self._http10 = request.head.version == "HTTP/1.0"
+        # A HEAD answer: the GET answer's headers, and no body on the wire.
+        self.head_only = request is not None and request.method == "HEAD"
 
     # -- status and headers ---------------------------------------------------------------
 
@@ -105,83 +95,41 @@ class Response:
         """Set the status code (100-999); chains."""
         if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 999:
             raise ValueError(f"invalid status code {code!r}")
-        self._status = int(code)
+        self.status_code = int(code)
         return self
 
     def set_header(self, name: str, value: str) -> Response:
         """Set header `name` (case-insensitive), replacing earlier values; chains."""
-        # PERF: a name checked once before and a printable-ASCII value need no further checks.
-        lower = CHECKED_NAMES.get(name) or check_name(name)
+        # PERF: a common name and a printable-ASCII value pass without the full checks.
+        lower = LOWER_HEADER_NAMES.get(name) or check_header_name(name)
         if type(value) is not str or not (value.isascii() and value.isprintable()):
             value = check_header_value(value)
         if lower == "content-type":
             self._content_type = value
-        elif lower in KEPT_APART:
-            self._special(lower, value)
-        else:
-            self.put_line((lower, name, value, f"{name}: {value}\r\n"))
+        elif lower not in _FRAMING:  # framing is the connection's: a wrong value would desync
+            self._remove(lower)
+            self._append((lower, name, value))
         return self
-
-    def put_line(self, line: HeaderLine) -> None:
-        """Set a header from a checked `HeaderLine`, replacing earlier values of its name.
-
-        PERF: for middleware that sets a header on every request: `header_line()` checks and
-        renders a constant header once; a value the caller knows is a valid field value
-        (digits, an id it generated) may be put in a line it builds itself.
-        """
-        headers = self._headers
-        if headers is None:
-            self._headers = [line]
-            return
-        lower = line[0]
-        for header in headers:
-            if header[0] == lower:
-                headers[:] = [h for h in headers if h[0] != lower]
-                break
-        headers.append(line)
-
-    def add_line(self, line: HeaderLine) -> None:
-        """Add a header from a checked `HeaderLine` as one more line (e.g. a Set-Cookie)."""
-        if self._headers is None:
-            self._headers = [line]
-        else:
-            self._headers.append(line)
 
     def add_header(self, name: str, value: str) -> Response:
-        """Add one more value for header `name` (sent as its own line); chains."""
-        lower = CHECKED_NAMES.get(name) or check_name(name)
-        if type(value) is not str or not (value.isascii() and value.isprintable()):
-            value = check_header_value(value)
-        if lower == "content-type":
-            self._content_type = value
-        elif lower in KEPT_APART:
-            self._special(lower, value)
-        else:
-            self.add_line((lower, name, value, f"{name}: {value}\r\n"))
-        return self
+        """Add one more value for header `name` (sent as its own line); chains.
 
-    def _special(self, lower: str, value: str) -> bool:
-        """Handle the headers we serialize ourselves; True if `lower` was one of them."""
-        if lower in FRAMING:
-            return True  # framing is ours: a wrong value would desynchronise the client
-        if lower not in REPLACED:
-            return False
-        if self._own is None:
-            self._own = {}
-        self._own[lower] = value
-        if lower == "connection" and "close" in (t.strip().lower() for t in value.split(",")):
-            self.close_connection = True
-        return True
+        Content-Type, Date, Server and Connection have one value: adding replaces.
+        """
+        lower = check_header_name(name)
+        if lower == "content-type" or lower in _SINGLE:
+            return self.set_header(name, value)
+        if lower not in _FRAMING:
+            self._append((lower, name, check_header_value(value)))
+        return self
 
     def get_header(self, name: str, default: str | None = None) -> str | None:
         """Return the value of header `name` (repeats joined with ", "), or `default`."""
         lower = name.lower()
         if lower == "content-type":
             value = self._content_type
-        elif lower in REPLACED:
-            value = (self._own or {}).get(lower)
         else:
-            found = [h[2] for h in self._headers or () if h[0] == lower]
+            found = [field[2] for field in self._fields or () if field[0] == lower]
             value = ", ".join(found) if found else None
         return default if value is None else value
 
@@ -190,13 +138,26 @@ class Response:
         lower = name.lower()
         if lower == "content-type":
             self._content_type = None
-        elif lower in REPLACED:
-            (self._own or {}).pop(lower, None)
-            if lower == "connection":
-                self.close_connection = False
-        elif self._headers:
-            self._headers[:] = [h for h in self._headers if h[0] != lower]
+        else:
+            self._remove(lower)
         return self
+
+    def _append(self, field: Field) -> None:
+        if self._fields is None:
+            self._fields = [field]
+        else:
+            self._fields.append(field)
+
+    def _remove(self, lower: str) -> None:
+        fields = self._fields
+        if fields and any(field[0] == lower for field in fields):
+            fields[:] = [field for field in fields if field[0] != lower]
+
+    @property
+    def close_connection(self) -> bool:
+        """True when a `Connection: close` header asks to close after this answer."""
+        value = self.get_header("connection") or ""
+        return "close" in (token.strip().lower() for token in value.split(","))
 
     # -- buffered bodies ------------------------------------------------------------------
 
@@ -205,7 +166,7 @@ class Response:
 
         Returns False, changing nothing, if the response had already ended.
         """
-        if self._ended:
+        if self.ended:
             return False
         if type(body) is bytes:
             data = body
@@ -220,7 +181,7 @@ class Response:
             elif data:
                 self._content_type = _sniff(data)
         self._body = data
-        self._ended = True
+        self.ended = True
         return True
 
     def html(self, body: str | bytes) -> bool:
@@ -229,7 +190,7 @@ class Response:
 
     def json(self, obj: Any) -> bool:
         """Send `obj` as compact JSON; always `application/json; charset=utf-8`."""
-        if self._ended:
+        if self.ended:
             return False
         self._content_type = APPLICATION_JSON
         return self.send(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS))
@@ -240,7 +201,7 @@ class Response:
 
     def send_status(self, code: int) -> bool:
         """Send `code` with the body `<Reason>\\n` (no body for 1xx, 204 and 304)."""
-        if self._ended:
+        if self.ended:
             return False
         self.status(code)
         if code in NO_BODY_STATUSES:
@@ -249,7 +210,7 @@ class Response:
 
     def write(self, chunk: str | bytes) -> bool:
         """Append to the buffered body; False once ended."""
-        if self._ended:
+        if self.ended:
             return False
         data = chunk.encode() if type(chunk) is str else _as_bytes(chunk)
         if self._chunks is None:
@@ -260,13 +221,13 @@ class Response:
 
     def end(self, chunk: str | bytes | None = None) -> bool:
         """Finish the response with what was written (plus `chunk`); False if already ended."""
-        if self._ended:
+        if self.ended:
             return False
         return self.send(b"" if chunk is None else chunk)
 
     def redirect(self, url: str, code: int = 302) -> bool:
         """Redirect to `url` (CR/LF/NUL refused; non-ASCII percent-encoded; body escaped)."""
-        if self._ended:
+        if self.ended:
             return False
         if "\r" in url or "\n" in url or "\x00" in url:
             raise ValueError("redirect URL must not contain CR, LF or NUL")
@@ -295,7 +256,7 @@ class Response:
         Content-Type comes from the extension unless set; `download` adds a
         Content-Disposition naming `name` or the file's base name.
         """
-        if self._ended:
+        if self.ended:
             return False
         fspath = os.fspath(path)
         try:
@@ -318,18 +279,18 @@ class Response:
         self.file_offset = offset
         self.file_length = length
         self._chunks = None
-        self._ended = True
+        self.ended = True
         return True
 
     def stream(self, iterable: Iterable[bytes | str]) -> bool:
         """Send `iterable` chunk by chunk (chunked encoding, flushed as produced)."""
-        if self._ended:
+        if self.ended:
             return False
         if self._chunks:  # what was written before goes first
             iterable = itertools.chain(self._chunks, iterable)
             self._chunks = None
         self.stream_iter = iterable
-        self._ended = True
+        self.ended = True
         return True
 
     def iter_stream(self) -> Iterator[bytes]:
@@ -377,16 +338,6 @@ class Response:
     # -- introspection --------------------------------------------------------------------
 
     @property
-    def ended(self) -> bool:
-        """True once a body was chosen (send, json, end, send_file, stream...)."""
-        return self._ended
-
-    @property
-    def status_code(self) -> int:
-        """The status (200 when none was set)."""
-        return self._status or 200
-
-    @property
     def content_type(self) -> str | None:
         """The Content-Type set so far, or None."""
         return self._content_type
@@ -394,8 +345,7 @@ class Response:
     @property
     def headers(self) -> Headers:
         """A read-only snapshot of the headers set so far (cookies excluded)."""
-        items = [(h[1], h[2]) for h in self._headers or ()]
-        items += (self._own or {}).items()
+        items = [(field[1], field[2]) for field in self._fields or ()]
         if self._content_type is not None:
             items.append(("Content-Type", self._content_type))
         return Headers(items, readonly=True)
@@ -424,56 +374,56 @@ class Response:
         return self._body
 
     @property
-    def head_only(self) -> bool:
-        """True when answering HEAD: same headers as GET, no body on the wire."""
-        return self._head_only
-
-    @property
     def sends_body(self) -> bool:
         """False for HEAD and for 1xx/204/304 answers: the head is the whole response."""
-        return not self._head_only and self._status not in NO_BODY_STATUSES
-
-    @property
-    def chunked(self) -> bool:
-        """True when the connection must chunk-encode `iter_stream()` (not on HTTP/1.0)."""
-        return self.stream_iter is not None and self.upgrade is None and not self._http10
+        return not self.head_only and self.status_code not in NO_BODY_STATUSES
 
     def replace_body(self, data: bytes) -> None:
         """Swap the buffered body (e.g. for its compressed form) keeping the headers."""
         self._chunks = None
         self._body = data
 
-    # -- serialization (called by the connection once the chain returned) ----------------
+    # -- what the connection writes -------------------------------------------------------
 
-    def head_bytes(self, keep_alive: bool = True) -> bytes:
-        """The status line and header block, ending with the blank line."""
-        return head_bytes(self, keep_alive)
+    def fields(self) -> tuple[tuple[str, str], ...]:
+        """The header fields to send, in order: the handler's, Set-Cookie lines, Content-Type."""
+        if self._fields is None and self._cookies is None:  # the usual answer: a type at most
+            return () if self._content_type is None else (("Content-Type", self._content_type),)
+        fields = tuple([(field[1], field[2]) for field in self._fields]) if self._fields else ()
+        if self._cookies:
+            fields += tuple([("Set-Cookie", line) for line in self._cookies])
+        if self._content_type is not None:
+            fields += (("Content-Type", self._content_type),)
+        return fields
 
-    def to_bytes(self, keep_alive: bool = True) -> bytes:
-        """Head plus body for a buffered response (head only for HEAD, 1xx, 204, 304).
+    @property
+    def body_length(self) -> int | None:
+        """The body's size in bytes: buffered or a file range; None for a stream or upgrade."""
+        if self.upgrade is not None or self.stream_iter is not None:
+            return None
+        if self.file_path is not None:
+            return self.file_length
+        if self._chunks:
+            return len(self._body) + sum(map(len, self._chunks))
+        return len(self._body)
 
-        For the file, stream and upgrade kinds this is the head alone: the connection sends
-        the file range, the chunks or hands the socket to `upgrade` itself.
-        """
-        return buffered_bytes(self, keep_alive)
-
-    # -- error handling support for Server.handle -----------------------------------------
+    # -- error handling support for the application ---------------------------------------
 
     def reset_for_error(self) -> None:
         """Drop the body, status and entity headers, keeping other headers and cookies."""
-        self._status = 0
+        self.status_code = 200
         self._body = b""
         self._chunks = None
-        self._ended = False
+        self.ended = False
         self._content_type = None
         self.file_path = None
         self.stream_iter = None
         self.upgrade = None
-        if self._headers:
-            self._headers[:] = [h for h in self._headers if h[0] not in _ENTITY]
+        if self._fields:
+            self._fields[:] = [field for field in self._fields if field[0] not in _ENTITY]
 
     def __repr__(self) -> str:
-        return f"<Response {self.status_code} {self.kind}{' ended' if self._ended else ''}>"
+        return f"<Response {self.status_code} {self.kind}{' ended' if self.ended else ''}>"
 
 
 def _as_bytes(body: object) -> bytes:
@@ -485,6 +435,6 @@ def _as_bytes(body: object) -> bytes:
 
 
 def _sniff(data: bytes) -> str:
-    """SPEC §1.2: an HTML-looking body is text/html, anything else text/plain."""
+    """An HTML-looking body is text/html, anything else text/plain."""
     start = data[:64].lstrip().lower()
     return TEXT_HTML if start.startswith(_HTML_START) else TEXT_PLAIN

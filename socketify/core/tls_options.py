@@ -8,11 +8,12 @@ misconfigured server refuses to start instead of failing on the first handshake.
 
 from __future__ import annotations
 
-import _ssl
 import os
 import ssl
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["TlsError", "TlsOptions"]
 
@@ -69,10 +70,7 @@ class TlsOptions:
                 if chosen is not None:
                     sock.context = chosen
 
-            # Through the stdlib's own descriptor: gevent's patched SSLContext wraps the
-            # callback to hand it an SSLSocket, which fails (and so fails every handshake) on
-            # the SSLObject of a memory-BIO connection, which is what the server uses.
-            vars(_ssl._SSLContext)["sni_callback"].__set__(context, select)
+            _set_sni_callback(context, select)
         return context
 
     def _context(self, cert_file: str, key_file: str) -> ssl.SSLContext:
@@ -103,3 +101,19 @@ class TlsOptions:
         if self.alpn:
             context.set_alpn_protocols(list(self.alpn))
         return context
+
+
+def _set_sni_callback(context: ssl.SSLContext, callback: Any) -> None:
+    """Install `callback` through the C-level `sni_callback` attribute of the context's class.
+
+    gevent's patched SSLContext wraps a callback set the usual way so that it receives an
+    SSLSocket, which fails (and so fails every handshake) on the SSLObject of a memory-BIO
+    connection, which is what the server uses; the C attribute further up the class's bases
+    takes the callback as it is.
+    """
+    for cls in type(context).__mro__:
+        attribute = vars(cls).get("sni_callback")
+        if isinstance(attribute, types.GetSetDescriptorType):
+            attribute.__set__(context, callback)
+            return
+    context.sni_callback = callback

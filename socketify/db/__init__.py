@@ -14,10 +14,23 @@
 Also: `socketify.db.migrations` (versioned up/down migrations, `socketify db migrate`) and
 `socketify.db.documents` (a document store on memory, SQLite, PostgreSQL or MongoDB).
 
-`User[1]` on these entities is Pony's, built in fewer steps (`socketify.db.fastload`), and
-reading a loaded value (`user.name`) is Pony's read in one call (`socketify.db.attributes`);
-`socketify.db.get_row(User, 1)` reads the same row as a plain dict, without an entity object,
-for read-only answers where every microsecond counts.
+`socketify.db.get_row(User, 1)` reads a row as a plain dict (`User[1].to_dict()`), for
+read-only answers.
+
+The fast path. By default `User[1]` is Pony's, built in fewer steps; reading a loaded value
+(`user.name`) is Pony's read in one call; a read-only request ends its session without Pony's
+commit machinery; `get_row` makes no entity object. All of that works inside Pony's internals
+and lives in `socketify.db.fastpath`, behind one switch:
+
+    db = socketify.db.connect(url, fast_path=False)   # this database: plain Pony
+    SOCKETIFY_DB_FAST_PATH=0                          # every database: plain Pony
+
+Off, everything above still works (the pool, the per-request session and its 404/409/422/503
+answers, migrations, documents, gevent) on Pony's public behaviour only. The fast path also
+turns itself off, with one logged warning, on a Pony release it was not verified against
+(`fastpath.VERIFIED_PONY`), so upgrading Pony cannot break an application silently;
+`SOCKETIFY_DB_FAST_PATH=force` takes it anyway, to try a new release with tests/db.
+`db.fast_path` says which a database got.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Binding opens one connection to learn the server's version, and `generate_mappin
 another; both go back to the pool, and the pool's idle connections are closed before the
 process forks, so a preloading master hands no connection to its workers. Each worker then
 connects lazily, on its first query.
+
+`fast_path` (on unless `False` or `SOCKETIFY_DB_FAST_PATH=0`, and only on a verified Pony
+release) decides whether the database's entities, attributes and provider take the calls of
+socketify.db.fastpath or stay Pony's own; `db.fast_path` says which it got.
 """
 
 from __future__ import annotations
@@ -13,12 +17,11 @@ from typing import Any
 
 import pony.orm
 
-from socketify.db import green
-from socketify.db.attributes import speed_up_reads
-from socketify.db.fastload import FastEntityMeta
+from socketify.db import fastpath, green
 from socketify.db.pool import BoundedPool, PoolStats
 from socketify.db.providers import provider_class
 from socketify.db.providers.base import POOL_SIZE, POOL_TIMEOUT
+from socketify.db.rows import ROW_READERS
 from socketify.db.urls import DatabaseURL, parse_url
 
 __all__ = ["DEFAULT_URL", "MIGRATING_ENV", "Database", "connect"]
@@ -33,13 +36,21 @@ class Database(pony.orm.Database):
     """A Pony `Database` (declare entities on `db.Entity`) with a bounded connection pool."""
 
     url: DatabaseURL
+    _dblocal: Any  # Pony's per-thread `DbLocal` (see `use_local_class`)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, fast_path: bool = True, **kwargs: Any) -> None:
+        # Whether this database takes the fast path (socketify.db.fastpath): asked for, and
+        # neither switched off by SOCKETIFY_DB_FAST_PATH nor refused for the installed Pony.
+        self.fast_path = fastpath.resolve(fast_path)
         super().__init__(*args, **kwargs)
-        # Pony's `Entity` base on a metaclass whose `Entity[pk]` reads in a few calls (see
-        # socketify.db.fastload); entities declared on `db.Entity` inherit it.
-        self.Entity = type.__new__(FastEntityMeta, "Entity", (pony.orm.core.Entity,), {})
-        self.Entity._database_ = self
+        if self.fast_path:
+            from socketify.db.fastpath.loader import entity_base
+            from socketify.db.fastpath.rows import read_row
+
+            # Pony's `Entity` base on a metaclass whose `Entity[pk]` reads in a few calls;
+            # entities declared on `db.Entity` inherit it, and `get_row` reads them directly.
+            self.Entity = entity_base(self)
+            ROW_READERS[type(self.Entity)] = read_row
 
     @property
     def pool(self) -> BoundedPool:
@@ -62,27 +73,42 @@ class Database(pony.orm.Database):
     def generate_mapping(
         self, filename: Any = None, check_tables: bool = True, create_tables: bool = False
     ) -> Any:
-        """Pony's `generate_mapping`, then loaded attribute values read in one call (see
-        `socketify.db.attributes`); while `socketify db` runs, tables are left to migrations."""
+        """Pony's `generate_mapping`, then, on the fast path, loaded attribute values read in
+        one call; while `socketify db` runs, tables are left to migrations."""
         if os.environ.get(MIGRATING_ENV) == "1":
             check_tables = create_tables = False
         result = super().generate_mapping(
             filename, check_tables=check_tables, create_tables=create_tables
         )
-        for entity in self.entities.values():
-            speed_up_reads(entity)
+        if self.fast_path:
+            from socketify.db.fastpath.attributes import speed_up_reads
+
+            for entity in self.entities.values():
+                speed_up_reads(entity)
         return result
+
+    def use_local_class(self, local_cls: type) -> None:
+        """Keep this database's per-thread query statistics (`last_sql`, `local_stats`) on
+        `local_cls` storage: gevent's greenlet-local class, once the process is patched."""
+        self._dblocal = green.rebased(self._dblocal, local_cls)
 
     def __repr__(self) -> str:
         url = getattr(self, "url", None)
         return f"<socketify.db.Database {url.redacted() if url else 'unbound'}>"
 
 
-def connect(url: str | None = None, *, pool_size: int = 8, pool_timeout: float = 5.0) -> Database:
+def connect(
+    url: str | None = None,
+    *,
+    pool_size: int = 8,
+    pool_timeout: float = 5.0,
+    fast_path: bool = True,
+) -> Database:
     """Bind a new `Database` to `url` (default: $DATABASE_URL, else sqlite:///app.db).
 
     Each worker process holds at most `pool_size` connections; a request that finds them all
-    busy waits up to `pool_timeout` seconds, then gets a 503.
+    busy waits up to `pool_timeout` seconds, then gets a 503. `fast_path=False` keeps the
+    database on Pony's own code (see socketify.db.fastpath).
     """
     parsed = parse_url(url or os.environ.get("DATABASE_URL") or DEFAULT_URL)
     if pool_size < 1:
@@ -100,7 +126,11 @@ def connect(url: str | None = None, *, pool_size: int = 8, pool_timeout: float =
         from socketify.db.providers.postgres import SCHEMA
 
         options[SCHEMA] = parsed.schema
-    db = Database()
+    db = Database(fast_path=fast_path)
+    if db.fast_path:
+        from socketify.db.fastpath.providers import fast_provider_class
+
+        provider = fast_provider_class(parsed.dialect, provider)
     db.url = parsed
     db.bind(provider, **options)
     # Pony records the name only when bound by name; `@db.on_connect(provider="sqlite")`

@@ -15,6 +15,7 @@ only exceptions raised inside Pony count, recognised by where they were raised.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,9 @@ from pony.orm import core as orm
 
 from socketify.db.pool import DatabaseUnavailable
 
-__all__ = ["ErrorAnswer", "answer_for", "integrity_error", "is_unique_violation"]
+__all__ = ["ErrorAnswer", "answer_for", "integrity_error", "is_unique_violation", "send_answer"]
+
+log = logging.getLogger("socketify.db")
 
 # "Attribute User.name is required", "Value 200 of attr User.age is greater than ...",
 # "Attribute User[1].name is required", "Check for attribute User.nick failed"
@@ -71,6 +74,19 @@ def answer_for(exc: BaseException) -> ErrorAnswer | None:
     ):
         return _validation(exc)
     return None
+
+
+def send_answer(res: Any, answer: ErrorAnswer, exc: BaseException) -> None:
+    """Answer `res` with `answer` (the headers set before the error are kept), logging `exc`
+    as a warning when the answer is a 5xx."""
+    if answer.status >= 500:
+        log.warning("database error answered %d: %s", answer.status, exc)
+    else:
+        log.debug("database error answered %d: %s", answer.status, exc)
+    res.reset_for_error()
+    for name, value in answer.headers.items():
+        res.set_header(name, value)
+    res.status(answer.status).json(answer.body)
 
 
 def _conflict(message: str, match: re.Match[str] | None) -> ErrorAnswer:

@@ -9,7 +9,9 @@ thread-local shared by every greenlet of the worker — concurrent requests woul
 session. `adopt_gevent()` repairs that: it rebuilds Pony's thread-local objects on the patched
 `threading.local`, renews the SQLite writer locks and installs psycopg2's wait callback. It
 runs from gevent's "did patch all" event (gevent.events, through zope.event) and, as a safety
-net, from the database middleware.
+net, from the database middleware. This repair replaces module-level objects of Pony (`local`
+in `pony.orm.core` and `pony.orm.sqltranslation`, SQLite's `local_exceptions`) whatever the
+fast path's setting: without it a preloaded app would be wrong, not slow.
 
 Fork: `os.register_at_fork(before=...)` closes the idle pooled connections of every database
 in the process that is about to fork (the master, with --preload), so no connection is ever
@@ -25,7 +27,7 @@ import threading
 import weakref
 from typing import Any
 
-__all__ = ["adopt_gevent", "track"]
+__all__ = ["adopt_gevent", "rebased", "track"]
 
 log = logging.getLogger("socketify.db")
 
@@ -37,7 +39,8 @@ adopted_local: type | None = None
 
 
 def track(db: Any) -> None:
-    """Register a socketify Database for fork and gevent handling (installs hooks once)."""
+    """Register a socketify Database (whose `use_local_class` moves its own per-thread state)
+    for fork and gevent handling (installs hooks once)."""
     global _hooks_installed
     _databases.add(db)
     if _hooks_installed:
@@ -81,7 +84,7 @@ def adopt_gevent() -> bool:
         return False  # inside a db_session: rebuilding now would lose it; retry later
     _rebuild_pony_locals(core, local_cls)
     for db in list(_databases):
-        db._dblocal = _rebased(db._dblocal, local_cls)
+        db.use_local_class(local_cls)
         adopt = getattr(db.provider, "adopt_gevent", None)
         if adopt is not None:
             adopt()  # SQLite: writer locks on gevent; PostgreSQL: psycopg2's wait callback
@@ -91,17 +94,17 @@ def adopt_gevent() -> bool:
 
 
 def _rebuild_pony_locals(core: Any, local_cls: type) -> None:
-    core.local = _rebased(core.local, local_cls)
+    core.local = rebased(core.local, local_cls)
     translation: Any = sys.modules.get("pony.orm.sqltranslation")
     if translation is not None:
-        translation.local = _rebased(translation.local, local_cls)
+        translation.local = rebased(translation.local, local_cls)
     sqlite: Any = sys.modules.get("pony.orm.dbproviders.sqlite")
     if sqlite is not None:
-        sqlite.local_exceptions = _rebased(sqlite.local_exceptions, local_cls)
+        sqlite.local_exceptions = rebased(sqlite.local_exceptions, local_cls)
         sqlite.SQLiteProvider.local_exceptions = sqlite.local_exceptions
 
 
-def _rebased(obj: Any, local_cls: type) -> Any:
+def rebased(obj: Any, local_cls: type) -> Any:
     """A fresh instance of `type(obj)`'s behaviour on `local_cls` storage."""
     cls = type(obj)
     if isinstance(obj, local_cls):

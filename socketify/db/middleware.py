@@ -14,51 +14,60 @@ become JSON answers (see `socketify.db.errors`); the rest propagate and become a
 A response streamed with `res.stream(...)` is produced after the session has ended: read what
 it needs inside the handler.
 
-Theory of operation. The session is opened and ended with `socketify.db.session`'s steps on
-the greenlet's Pony state, written out here rather than through `run_in_db_session` (PERF:
-three Python calls less per request). The middleware is a hooked one,
-`hooked(open_session, close_session)`: the chain calls the two hooks directly, with no `next`
-to build, and `close_session` returns True when it answered the error. A session nested in
-another (middleware plus decorator) leaves the ending to the outermost one, which maps the
-error after rolling everything back: answering in the inner one would let the outer session
-commit.
+Theory of operation. The middleware is a hooked one, `hooked(open_session, close_session)`:
+the chain calls the two hooks directly, with no `next` to build, and `close_session` returns
+True when it answered the error. The hooks of this module use only Pony's public API: they
+enter and leave Pony's `db_session` context manager. With the fast path on (the database's
+`fast_path`; for `transactional` and a middleware given no database, the process's setting),
+`middleware` returns the hooks of `socketify.db.fastpath.session` instead, which do the same
+on the greenlet's Pony state in fewer steps.
+
+A session nested in another (a route's middleware inside the server's, `transactional` inside
+either, or the application's own `with db_session`) is counted by Pony and committed by the
+outermost one. When the inner one answers an error, it first rolls the whole session back
+(Pony's `rollback()`), so the outer one has nothing left to commit.
 """
 
 from __future__ import annotations
 
 import functools
-import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from pony.orm import core as orm_core
+from pony.orm import db_session, rollback
 
-from socketify.core.chain import hooked
-from socketify.db import green
-from socketify.db.errors import ErrorAnswer, answer_for
-from socketify.db.session import abort_session, end_session
+from socketify.core.chain import Hooked, hooked
+from socketify.db import fastpath, green
+from socketify.db.errors import answer_for, send_answer
 
 __all__ = ["close_session", "in_db_session", "middleware", "open_session", "transactional"]
 
-log = logging.getLogger("socketify.db")
 
-_db_session = orm_core.db_session  # Pony's default session, as `run_in_db_session` opens
-
-
-def middleware(db: Any = None) -> Callable[[Any, Any, Callable[[], None]], Any]:
+def middleware(db: Any = None) -> Hooked:
     """A `(req, res, next)` middleware running the rest of the chain in one `db_session`."""
     if db is not None and getattr(db, "provider", None) is None:
         raise ValueError("bind the database (socketify.db.connect) before using its middleware")
+    fast = getattr(db, "fast_path", None)
+    if fast is None:
+        fast = fastpath.resolve()
+    if fast:
+        from socketify.db.fastpath import session
+
+        return hooked(session.open_session, session.close_session, name="db_session")
     return hooked(open_session, close_session, name="db_session")
 
 
 def transactional(handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     """Decorate a `(req, res)` handler to run in its own `db_session`, errors mapped."""
+    if fastpath.resolve():
+        from socketify.db.fastpath.session import in_db_session as run
+    else:
+        run = in_db_session
 
     @functools.wraps(handler)
     def wrapper(req: Any, res: Any) -> Any:
-        return in_db_session(req, res, functools.partial(handler, req, res))
+        return run(req, res, functools.partial(handler, req, res))
 
     return wrapper
 
@@ -68,77 +77,43 @@ def in_db_session(req: Any, res: Any, next: Callable[[], Any]) -> Any:
     a mapped database error (the middleware, in its `(req, res, next)` form)."""
     if green.adopted_local is not threading.local:
         green.adopt_gevent()  # gevent patched after Pony was imported: make its state local
-    state = orm_core.local.__dict__
-    if state["db_session"] is not None:
-        return next()  # nested: the outermost session ends it and maps the error
-    if state["db_context_counter"]:
-        raise RuntimeError("a db_session is being entered or left in this greenlet")
-    state["db_session"] = _db_session  # `enter_session`, written out
-    state["db_context_counter"] = 1
     try:
-        try:
-            result = next()
-        except BaseException as exc:
-            abort_session(state, exc)
-            raise
-        end_session(state)
-        return result
+        with db_session:
+            return next()
     except Exception as exc:
         answer = answer_for(exc)
         if answer is None:
             raise
-        _send(res, answer, exc)
+        rollback()  # nested in another session: that one must not commit
+        send_answer(res, answer, exc)
         return None
 
 
 def open_session(req: Any, res: Any) -> bool:
-    """The hooked middleware's `before`: open the session, or count one more nesting level."""
+    """The hooked middleware's `before`: enter Pony's `db_session`."""
     if green.adopted_local is not threading.local:
         green.adopt_gevent()
-    state = orm_core.local.__dict__
-    if state["db_session"] is None:
-        if state["db_context_counter"]:
-            raise RuntimeError("a db_session is being entered or left in this greenlet")
-        state["db_session"] = _db_session
-        state["db_context_counter"] = 1
-    else:
-        # Nested in another session: Pony's own nesting count, which `close_session` lowers.
-        state["db_context_counter"] += 1
+    db_session.__enter__()
     return True
 
 
 def close_session(req: Any, res: Any, error: BaseException | None) -> bool:
-    """The hooked middleware's `after`: end the session (commit, or roll back after `error`);
-    True when it answered `error`, or a failed commit, as HTTP."""
-    state = orm_core.local.__dict__
-    level = state["db_context_counter"] - 1
-    if level:
-        state["db_context_counter"] = level
-        return False  # nested: the outermost session ends it and maps the error
+    """The hooked middleware's `after`: leave the `db_session` (the outermost commits, or rolls
+    back after `error`); True when it answered `error`, or a failed commit, as HTTP."""
     try:
         if error is None:
-            end_session(state)
-            return False
-        abort_session(state, error)
+            db_session.__exit__(None, None, None)
+        else:
+            db_session.__exit__(type(error), error, error.__traceback__)
     except Exception as exc:  # the commit failed: its error is answered, or raised
         answer = answer_for(exc)
         if answer is None:
             raise
-        _send(res, answer, exc)
+        send_answer(res, answer, exc)
         return True
     answer = answer_for(error) if isinstance(error, Exception) else None
-    if answer is None:
+    if answer is None or error is None:
         return False  # the chain raises the error on
-    _send(res, answer, error)
+    rollback()  # nested in another session: that one must not commit
+    send_answer(res, answer, error)
     return True
-
-
-def _send(res: Any, answer: ErrorAnswer, exc: BaseException) -> None:
-    if answer.status >= 500:
-        log.warning("database error answered %d: %s", answer.status, exc)
-    else:
-        log.debug("database error answered %d: %s", answer.status, exc)
-    res.reset_for_error()
-    for name, value in answer.headers.items():
-        res.set_header(name, value)
-    res.status(answer.status).json(answer.body)

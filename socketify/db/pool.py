@@ -19,7 +19,6 @@ was first used, as with `--preload`).
 
 from __future__ import annotations
 
-import _thread
 import logging
 import os
 import sys
@@ -40,7 +39,7 @@ _inherited: list[Any] = []
 
 # Guards the rebuild of a pool's per-process state; held only while building, never across a
 # yield, so a kernel lock cannot stall the hub.
-_rebuild_lock = _thread.allocate_lock()
+_rebuild_lock = threading.Lock()
 
 # PERF: this process's pid, refreshed in a forked child, so that the two pool calls of every
 # session compare an int instead of each making a getpid() system call.

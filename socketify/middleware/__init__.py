@@ -8,7 +8,7 @@ its settings in `CompressionOptions`.
 
 from __future__ import annotations
 
-from socketify.middleware.compression import CompressionOptions
+from socketify.core.compression import CompressionOptions
 from socketify.middleware.limits import body_limit
 from socketify.middleware.proxy import client_ip
 from socketify.middleware.request_ids import request_id

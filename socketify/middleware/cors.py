@@ -1,4 +1,4 @@
-"""CORS middleware (SPEC §1.10.3): origin decision, preflights, credentials, private network.
+"""CORS middleware: origin decision, preflights, credentials, private network.
 
 Theory of operation. Everything is resolved at creation: header values are joined once, the
 origin rule becomes one function. Per request:
@@ -20,8 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from socketify.core.chain import Hooked, hooked
-from socketify.core.response import HeaderLine, header_line
-from socketify.middleware.negotiation import add_vary
+from socketify.core.negotiation import add_vary
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
@@ -46,55 +45,26 @@ def middleware(
     allow_private_network: bool = False,
     preflight_continue: bool = False,
 ) -> Hooked:
-    """CORS for every request; options as SPEC §1.10.3 (empty methods/headers: echo)."""
+    """CORS for every request (empty methods or headers: echo what the preflight asks)."""
     decide, varies = _origin_rule(allow_origin, reflect_origin, allow_credentials)
     methods = _joined(allow_methods)
     headers = _joined(allow_headers)
     exposed = _joined(expose_headers)
     max_age = str(int(max_age_seconds)) if max_age_seconds > 0 else ""
-    # PERF: Allow-Origin lines by value, checked and rendered once ("*", the configured
-    # origins; reflected ones up to a bound, as they come from clients).
-    allow_lines: dict[str, HeaderLine] = {}
-
-    def _allow_line(value: str) -> HeaderLine:
-        line = header_line("Access-Control-Allow-Origin", value)
-        if len(allow_lines) < _ALLOW_LINES_KEPT:
-            allow_lines[value] = line
-        return line
-
-    # PERF: `*` without credentials answers every origin alike: one line, no decision.
-    fixed = _allow_line("*") if decide is _any_origin else None
 
     def cors_middleware(req: Request, res: Response) -> bool:
-        if req._headers is None:  # PERF: Request.header without the call (Request._names)
-            origin = (req._by_name or req._names()).get("origin")
-        else:
-            origin = req.header("origin")
+        origin = req.header("origin")
         if not origin:
             if varies:
                 add_vary(res, "Origin")
             return True
-        if fixed is not None:
-            # PERF: put_line inline: the line is added unless an earlier middleware set one.
-            lines = res._headers
-            if lines is None:
-                res._headers = [fixed]
-            else:
-                for line in lines:
-                    if line[0] == "access-control-allow-origin":
-                        res.put_line(fixed)
-                        break
-                else:
-                    lines.append(fixed)
-            allowed: str | None = "*"
-        else:
-            allowed = decide(origin)
-            if allowed is not None:
-                res.put_line(allow_lines.get(allowed) or _allow_line(allowed))
-                if allow_credentials:
-                    res.put_line(_CREDENTIALS)
-            if varies:
-                add_vary(res, "Origin")
+        allowed = decide(origin)
+        if allowed is not None:
+            res.set_header("Access-Control-Allow-Origin", allowed)
+            if allow_credentials:
+                res.set_header("Access-Control-Allow-Credentials", "true")
+        if varies:
+            add_vary(res, "Origin")
         if req.method == "OPTIONS":
             requested_method = req.header("access-control-request-method")
             if requested_method:
@@ -126,10 +96,6 @@ def middleware(
             res.set_header("Access-Control-Max-Age", max_age)
 
     return hooked(cors_middleware)
-
-
-_ALLOW_LINES_KEPT = 256
-_CREDENTIALS = header_line("Access-Control-Allow-Credentials", "true")
 
 
 def _any_origin(origin: str) -> str | None:

@@ -24,13 +24,7 @@ is made cheap:
 - `LineSink.send` hands the line straight to such handlers when they are all the logger has
   (no filters, no formatter, no propagation): no LogRecord at all. Otherwise it builds a real
   LogRecord from a per-process template (only message, level and times change) and calls
-  `logger.handle`, so any handler, filter or custom record factory works as usual. When the
-  logger takes INFO and up and has one such handler that does too, the sink remembers the
-  batch its line opened or joined, and whether the logger takes DEBUG: the next lines of that
-  loop turn are appended to it with no other check (the handler makes the sink forget the
-  batch when it writes it). A change to the logger's level, handlers, filters or
-  propagation, or to the handler's level, applies from the next batch (the next loop turn,
-  well under a millisecond later).
+  `logger.handle`, so any handler, filter or custom record factory works as usual.
 """
 
 from __future__ import annotations
@@ -59,7 +53,6 @@ class _OneWrite(logging.StreamHandler):
     _pending_thread = 0
     _fd_stream: Any = None  # the stream `_has_fd` was worked out for
     _has_fd = False
-    _sinks: list[LineSink] | None = None  # sinks that remembered the pending batch
 
     def handle(self, record: logging.LogRecord) -> bool:
         """Filter, then emit; no lock (see the module doc)."""
@@ -118,11 +111,6 @@ class _OneWrite(logging.StreamHandler):
         if not pending:
             return
         self._pending = None
-        sinks = self._sinks
-        if sinks:
-            for sink in sinks:
-                sink.batch = None
-            sinks.clear()
         try:
             stream = self.stream
             if stream is None:
@@ -175,28 +163,10 @@ class AccessLogFileHandler(logging.FileHandler, _OneWrite):
 class LineSink:
     """Delivers preformatted lines to a logger's handlers (see the module doc)."""
 
-    __slots__ = (
-        "_direct",
-        "_forks",
-        "_levels",
-        "_logger",
-        "_seen",
-        "_start_ns",
-        "_template",
-        "batch",
-        "batch_debug",
-        "batch_thread",
-    )
+    __slots__ = ("_direct", "_forks", "_levels", "_logger", "_seen", "_start_ns", "_template")
 
     def __init__(self, logger: logging.Logger) -> None:
         self._logger = logger
-        # The batch of this loop turn that a line checked the whole way joined (None: no
-        # such batch known; the handler forgets it here when it writes it), the thread it
-        # belongs to, and whether the logger took DEBUG when it opened (see the module doc).
-        # The access log reads them to append its usual line inline.
-        self.batch: list[str] | None = None
-        self.batch_thread = 0
-        self.batch_debug = False
         self._seen: list[logging.Handler] | None = None  # the handlers `_direct` was worked out for
         self._direct: list[_OneWrite] | None = None
         self._forks = -1
@@ -204,26 +174,10 @@ class LineSink:
         self._start_ns = 0
         self._levels: dict[int, str] = {}
 
-    def enabled(self, level: int) -> bool:
-        """Whether a line at `level` would be logged at all."""
-        return self._logger.isEnabledFor(level)
-
     def send(self, level: int, line: str) -> None:
-        """Log `line` at `level` (the caller checked `enabled`)."""
-        batch = self.batch
-        if batch is not None:
-            # PERF: the usual line: its loop turn's batch is still open (writing it forgets
-            # it here), and this is its thread.
-            if (
-                level >= logging.INFO
-                and len(batch) < BATCH_LINES
-                and self.batch_thread == get_ident()
-            ):
-                batch.append(line)
-                return
-            self.batch = None
+        """Log `line` at `level` (the caller checked that the logger takes that level)."""
         logger = self._logger
-        # PERF: whether lines may skip the LogRecord is worked out again only when the logger's
+        # Whether lines may skip the LogRecord is worked out again only when the logger's
         # handlers or settings change (handlers' formatters and filters are checked below).
         if logger.handlers == self._seen and not (
             logger.propagate or logger.filters or logger.disabled
@@ -236,29 +190,16 @@ class LineSink:
             logger.handle(self.record(level, line))
             return
         for handler in direct:
-            if level >= handler.level:
-                if handler.formatter or handler.filters:  # set since: the full path
-                    self._seen = None
-                    handler.handle(self.record(level, line))
-                    continue
-                try:
-                    handler.write_line(line)
-                except Exception:
-                    handler.handleError(self.record(level, line))
-                    continue
-                if (
-                    len(direct) == 1
-                    and handler._pending is not None
-                    and handler.level <= logging.INFO
-                    and logger.isEnabledFor(logging.INFO)
-                ):
-                    # The next lines of this batch may skip every check above (see send).
-                    self.batch = handler._pending
-                    self.batch_thread = handler._pending_thread
-                    if handler._sinks is None:
-                        handler._sinks = []
-                    handler._sinks.append(self)
-                    self.batch_debug = logger.isEnabledFor(logging.DEBUG)
+            if level < handler.level:
+                continue
+            if handler.formatter or handler.filters:  # set since: the full path
+                self._seen = None
+                handler.handle(self.record(level, line))
+                continue
+            try:
+                handler.write_line(line)
+            except Exception:
+                handler.handleError(self.record(level, line))
 
     def record(self, level: int, line: str) -> logging.LogRecord:
         """A LogRecord for `line`, equal to what `logger.makeRecord` would build."""
@@ -295,24 +236,15 @@ def _hub_if_running() -> Any:
     that hub runs once this greenlet waits or ends: a batch cannot be left behind. In the
     main greenlet (scripts, TestClient without a server) lines are written at once.
     """
-    global _getcurrent, _get_hub
-    if _get_hub is None:
-        hubs = sys.modules.get("gevent._hub_local")  # not imported: no hub (no import here)
-        if hubs is None:
-            return None
-        # PERF: looked up once gevent is there (it stays), not for every batch.
-        _getcurrent = sys.modules["greenlet"].getcurrent
-        _get_hub = hubs.get_hub_if_exists
-    current = _getcurrent()
+    greenlet = sys.modules.get("greenlet")
+    gevent = sys.modules.get("gevent")
+    if greenlet is None or gevent is None:  # not imported: no hub (and no import here)
+        return None
+    current = greenlet.getcurrent()
     if current.parent is None:
         return None
-    hub = _get_hub()
-    return hub if hub is not None and current is not hub else None
-
-
-# greenlet.getcurrent and gevent's get_hub_if_exists, once gevent is imported
-_getcurrent: Any = None
-_get_hub: Any = None
+    hub = gevent.get_hub()
+    return hub if current is not hub else None
 
 
 def _has_fileno(stream: Any) -> bool:

@@ -3,7 +3,7 @@
 An incoming `X-Request-Id` (a proxy's, or the caller's for tracing) is reused when it is 1-128
 visible ASCII characters; anything else — too long, spaces, control or non-ASCII characters —
 is replaced by a fresh id, so a client cannot inject line breaks or fake fields into logs
-through it (SPEC §5.23). Fresh ids are 16 lowercase hex characters: 64 random bits from the
+through it. Fresh ids are 16 lowercase hex characters: 64 random bits from the
 `random` module, which CPython reseeds in every forked worker (ids are for correlation, not
 secrets; `os.urandom` would cost a system call per request), made 256 at a time.
 """
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from socketify.core.chain import Hooked, hooked
-from socketify.core.response import header_line
+from socketify.protocol.http11 import check_header_name
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
@@ -34,54 +34,21 @@ def request_id(
     trust_incoming: bool = True,
     generate: Callable[[], str] | None = None,
 ) -> Hooked:
-    """Middleware: reuse a well-formed incoming id (unless told not to) or make one."""
-    lower = header_line(header, "-")[0]  # checks the name once (ValueError if invalid)
+    """Middleware: reuse a well-formed incoming id (unless told not to) or make one.
+
+    The id is set on the request too, so the handler and later middleware read it with
+    `req.header(header)`.
+    """
+    check_header_name(header)  # a bad name fails here, not on the first request
     fullmatch = _WELL_FORMED.fullmatch
-    prefix = f"{header}: "
-    if generate is not None:
-        make = generate
-
-        def custom_id_middleware(req: Request, res: Response) -> bool:
-            rid = req.header(lower) if trust_incoming else ""
-            if not rid or fullmatch(rid) is None:
-                rid = make()
-                req._set_field(lower, rid)  # SPEC §1.5: downstream reads it
-            if fullmatch(rid) is not None:
-                # PERF: a well-formed id is a valid field value as it is.
-                res.put_line((lower, header, rid, f"{prefix}{rid}\r\n"))
-            else:
-                res.set_header(header, rid)  # a custom generator's id gets the full checks
-            return True
-
-        return hooked(custom_id_middleware, name="request_id_middleware")
+    make = generate or _fresh_id
 
     def request_id_middleware(req: Request, res: Response) -> bool:
-        if req._headers is None:
-            # PERF: Request.header and Request._set_field written out on the request's name
-            # map (see Request._names): no call, and the shared map copied only on a change.
-            by_name = req._by_name or req._names()
-            rid = by_name.get(lower) if trust_incoming else None
-            if not rid or fullmatch(rid) is None:
-                try:
-                    rid = _take_id()
-                except IndexError:
-                    rid = _fresh_id()
-                if by_name is req.head._by_name:
-                    by_name = req._by_name = by_name.copy()
-                by_name[lower] = rid  # SPEC §1.5: downstream reads it
-                req._fields = None
-        else:
-            rid = req.header(lower) if trust_incoming else None
-            if not rid or fullmatch(rid) is None:
-                rid = _fresh_id()
-                req._set_field(lower, rid)
-        # PERF: a well-formed id (ours are hex) is a valid field value as it is; the first
-        # header of the answer is put without the search for an earlier one.
-        line = (lower, header, rid, f"{prefix}{rid}\r\n")
-        if res._headers is None:
-            res._headers = [line]
-        else:
-            res.put_line(line)
+        rid = req.header(header) if trust_incoming else ""
+        if not rid or fullmatch(rid) is None:
+            rid = make()
+            req.set_header(header, rid)
+        res.set_header(header, rid)
         return True
 
     return hooked(request_id_middleware)

@@ -29,6 +29,7 @@ import stat
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from socketify.core.negotiation import add_vary, choose_encoding
 from socketify.core.response import TEXT_PLAIN
 from socketify.core.routing import split_path
 from socketify.middleware.conditional import (
@@ -39,7 +40,6 @@ from socketify.middleware.conditional import (
 )
 from socketify.middleware.file_versions import SUFFIXES, FileVersion, FileVersions
 from socketify.middleware.listing import render_listing
-from socketify.middleware.negotiation import add_vary, choose_encoding
 
 if TYPE_CHECKING:
     from socketify.core.request import Request

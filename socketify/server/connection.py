@@ -23,23 +23,15 @@ import errno
 import logging
 import socket
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from gevent import GreenletExit, get_hub, sleep
 
-from socketify.core.request import Request
 from socketify.core.response import Response
-from socketify.core.response_wire import buffered_bytes
-from socketify.protocol.http11 import (
-    CLOSED,
-    NEED_DATA,
-    ParseError,
-    RequestHead,
-    RequestParser,
-    encode_chunk,
-    error_response,
-)
+from socketify.protocol.http11 import CLOSED, NEED_DATA, ParseError, RequestHead, ServerConnection
 from socketify.server.errors import Expired, PeerGone
+from socketify.server.exchange import FileRange, request_for, response_parts
 from socketify.server.file_sender import send_file
 from socketify.server.request_body import RequestBody, Unread
 from socketify.server.tls_stream import TlsStream
@@ -53,7 +45,6 @@ READ_SIZE = 65536
 BATCH_BYTES = 65536  # flush pipelined responses once this much is queued
 BATCHES_BEFORE_YIELD = 4  # batches served back to back before letting others run
 LINGER_SECONDS = 2.0  # how long we drain input after an answer we close on, so it is not reset
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _monotonic = time.monotonic
 
 # DISCARD: reading input only to drop it (an unread body after the answer, or before a
@@ -74,7 +65,7 @@ class Connection:
         "addr",
         "deadline",
         "greenlet",
-        "parser",
+        "http",
         "peer_cert",
         "phase",
         "scheme",
@@ -84,12 +75,12 @@ class Connection:
     )
 
     def __init__(self, service: HttpService, sock: Any, addr: str) -> None:
-        # `sock` is a C-level `_socket.socket`, or a `TlsStream` with the same recv/send contract.
+        # `sock` is a plain non-blocking socket, or a `TlsStream` with the same recv/send contract.
         self.service = service
         self.sock = sock
         self.addr = addr
         opts = service.options
-        self.parser = RequestParser(opts.max_header_size, opts.max_target_size, opts.max_body_size)
+        self.http = ServerConnection(opts.max_header_size, opts.max_target_size, opts.max_body_size)
         self._hub = hub = get_hub()
         fd = sock.fileno()
         self._read_watcher = hub.loop.io(fd, 1)
@@ -139,13 +130,13 @@ class Connection:
                 self.peer_cert = sock.peer_certificate()
                 return True
             if step == 1:
-                self._wait_readable()
+                self.wait_readable()
             else:
                 get_hub().wait(self.write_watcher)
 
     def _serve_requests(self) -> None:
         service = self.service
-        next_event = self.parser.next_event
+        next_event = self.http.next_event
         answer = self._answer
         idle_timeout = service.options.idle_timeout
         batches = 0
@@ -184,26 +175,26 @@ class Connection:
 
     def _receive(self, wait_first: bool = True) -> bool:
         """Read into the parser; returns False if we had to wait (the greenlet yielded)."""
-        parser = self.parser
+        http = self.http
         waited = False
-        if parser.buffered:
+        if http.buffered:
             if self.phase == IDLE:
                 self._start_head()  # part of a pipelined request is already here
         elif wait_first and not (self.scheme == "https" and self.sock.buffered):
             # PERF: a keep-alive client sends its next request only after reading our answer,
             # so reading now would nearly always be a wasted EAGAIN syscall: wait first.
-            self._wait_readable()
+            self.wait_readable()
             waited = True
         while True:
             try:
                 data = self.sock.recv(READ_SIZE)
                 break
             except BlockingIOError:
-                self._wait_readable()
+                self.wait_readable()
                 waited = True
         if data and self.phase == IDLE:
             self._start_head()
-        parser.feed(data)
+        http.receive_data(data)
         return not waited
 
     def _start_head(self) -> None:
@@ -211,7 +202,7 @@ class Connection:
         self.phase = HEAD
         self.deadline = _monotonic() + self.service.options.header_timeout
 
-    def _wait_readable(self) -> None:
+    def wait_readable(self) -> None:
         """Park this greenlet until the socket is readable.
 
         PERF: the read watcher stays started between requests (no epoll_ctl churn); its
@@ -248,15 +239,16 @@ class Connection:
         deadline = started + self._body_time
         self.phase, self.deadline = BODY, deadline
         try:
-            if not body.waited and body.head.expect_continue:
+            interim = self.http.continue_response(body.head)
+            if interim:
                 self._flush()  # answers to pipelined requests go first
-                self._send(CONTINUE)
+                self.send(interim)
             # The body is usually on its way already: read before waiting.
             self._receive(wait_first=False)
         except (PeerGone, ConnectionError):
             # A client gone in the middle of its body is a body cut short (the parser says
             # so, and the app unwinds with a 400), not an error of the app's to log.
-            self.parser.feed(b"")
+            self.http.receive_data(b"")
         finally:
             now = _monotonic()
             self._body_time = deadline - now
@@ -269,40 +261,41 @@ class Connection:
         """Run the app, queue or write the response, settle the body; returns keep-alive."""
         service = self.service
         opts = service.options
-        body: RequestBody | None = None
-        if not (head.chunked or head.content_length):  # PERF: `has_body`, without a call
-            self.parser.next_event()  # the END_OF_MESSAGE of a body-less request
-            # PERF: positional arguments; keywords cost as much as a third of the constructor.
-            req = Request(head, b"", self.addr, opts.trust_proxy, self.scheme)
-        else:
-            body = RequestBody(self.parser, head, self._wait_for_body)
+        http = self.http
+        req, body = request_for(
+            http,
+            head,
+            self._wait_for_body,
+            self.addr,
+            opts.trust_proxy,
+            self.scheme,
+            self.peer_cert,
+        )
+        if body is not None:
             self._body_time = opts.body_timeout
-            req = Request(head, body, self.addr, opts.trust_proxy, self.scheme)
-        if self.peer_cert is not None:
-            req.client_cert = self.peer_cert
         res = Response(req)
         self.phase = HANDLER
         self.deadline = _monotonic() + opts.request_timeout if opts.request_timeout else None
         try:
-            service.handle(req, res)
+            service.app.handle(req, res)
         except Expired as exc:
             if exc.phase == BODY:
                 raise  # body_timeout while the handler read the body: 408, like any body
             # request_timeout: the handler was parked on I/O past its deadline.
             log.error("request %s %s exceeded request_timeout", head.method, head.target)
-            self._out.append(error_response(503, "Request timed out"))
+            self._out.append(http.refuse(503, "Request timed out"))
             return self._end_connection(body)
         except GreenletExit:
             raise
         except BaseException:
-            # Server.handle maps every Exception. A BaseException escaping the handler (an
-            # uncaught gevent.Timeout, SystemExit) must not reach the hub: there it would drop
-            # this client without an answer, or end the worker and every connection on it.
+            # The app maps every Exception. A BaseException escaping the handler (an uncaught
+            # gevent.Timeout, SystemExit) must not reach the hub: there it would drop this
+            # client without an answer, or end the worker and every connection on it.
             log.exception("request %s %s failed", head.method, head.target)
-            self._out.append(error_response(500, ""))
+            self._out.append(http.refuse(500))
             return self._end_connection(body)
         self.phase = WRITE
-        keep_alive = head.keep_alive and not service.stopping
+        keep_alive = not service.stopping
         unread = None
         if body is not None:
             # A framing error in the body raises here: `serve` answers it instead of `res`.
@@ -313,23 +306,28 @@ class Connection:
             if unread is Unread.DRAIN:
                 self._drain(body)  # what is left would be read as the new protocol's bytes
             self._flush()
-            self._send(res.head_bytes(keep_alive=False))
+            for part in response_parts(http, head, res, keep_alive=False):
+                assert isinstance(part, bytes)
+                self.send(part)
             self.phase = UPGRADED
             self.deadline = None
             res.upgrade(self)
             return False
-        kind_special = res.file_path is not None or res.stream_iter is not None
-        if kind_special:
-            self._flush()
-            keep_alive = self._send_special(res, keep_alive)
-        else:
-            data = buffered_bytes(res, keep_alive)  # PERF: `res.to_bytes`, one call less
+        parts = response_parts(http, head, res, keep_alive)
+        if res.file_path is None and res.stream_iter is None:
+            # A buffered answer: queued, so answers to pipelined requests go out in one write.
             out = self._out
-            out.append(data)
-            if len(out) > 16 or len(data) >= BATCH_BYTES:
+            for part in parts:
+                assert isinstance(part, bytes)  # a buffered answer has no file range
+                out.append(part)
+            if len(out) > 16 or len(out[-1]) >= BATCH_BYTES:
                 self._flush()
-            keep_alive = keep_alive and not res.close_connection
+        else:
+            self._flush()
+            if not self._send_parts(parts):
+                return False
         service.request_done()
+        keep_alive = http.keep_alive
         if unread is None:
             return keep_alive
         # The answer goes out first: a client may wait for it before sending the rest.
@@ -337,6 +335,29 @@ class Connection:
         if keep_alive and unread is Unread.DRAIN and self._drain(body):
             return True
         return self._end_connection(body)
+
+    def _send_parts(self, parts: Iterable[bytes | FileRange]) -> bool:
+        """Write a file or stream answer as it is produced; False if the producer failed."""
+        # The handler's request_timeout deadline ends with the handler: left armed, it would
+        # cut a stream whose producer is slow to yield its first chunk (after the 200 head,
+        # so silently). Blocked sends set their own deadline.
+        self.deadline = None
+        try:
+            for part in parts:
+                if isinstance(part, FileRange):
+                    send_file(self, part.path, part.offset, part.length, part.head)
+                elif part:
+                    self.send(part)
+                # Waiting for the producer is not a stall; only a blocked send is.
+                self.deadline = None
+        except (PeerGone, ConnectionError, Expired, GreenletExit):
+            raise
+        except BaseException:  # gevent.Timeout too: see _answer
+            # Too late for an error status: end the connection without the last chunk,
+            # so the client sees a truncated body rather than a complete-looking one.
+            log.exception("response stream failed")
+            return False
+        return True
 
     def _drain(self, body: RequestBody | None) -> bool:
         """Read and drop the body's unread rest within its budget; False: close instead."""
@@ -358,39 +379,6 @@ class Connection:
         self._close_lingering()
         return False
 
-    def _send_special(self, res: Response, keep_alive: bool) -> bool:
-        if res.stream_iter is not None and not res.chunked:
-            keep_alive = False  # HTTP/1.0 stream: the close delimits the body
-        # The handler's request_timeout deadline ends with the handler: left armed, it would
-        # cut a stream whose producer is slow to yield its first chunk (after the 200 head,
-        # so silently). Blocked sends set their own deadline.
-        self.deadline = None
-        head = res.head_bytes(keep_alive)
-        if res.head_only or res.status_code in (204, 304):
-            self._send(head)
-            return keep_alive and not res.close_connection
-        if res.file_path is not None:
-            send_file(self, res.file_path, res.file_offset, res.file_length, head)
-        else:
-            self._send(head)
-            chunked = res.chunked
-            try:
-                for chunk in res.iter_stream():
-                    if chunk:
-                        self._send(encode_chunk(chunk) if chunked else chunk)
-                    # Waiting for the producer is not a stall; only a blocked send is.
-                    self.deadline = None
-            except (PeerGone, ConnectionError, Expired, GreenletExit):
-                raise
-            except BaseException:  # gevent.Timeout too: see _answer
-                # Too late for an error status: end the connection without the last chunk,
-                # so the client sees a truncated body rather than a complete-looking one.
-                log.exception("response stream failed")
-                return False
-            if chunked:
-                self._send(b"0\r\n\r\n")
-        return keep_alive and not res.close_connection
-
     # -- writing ------------------------------------------------------------------------------
 
     def _flush(self) -> None:
@@ -398,9 +386,10 @@ class Connection:
         if out:
             data = out[0] if len(out) == 1 else b"".join(out)
             out.clear()
-            self._send(data)
+            self.send(data)
 
-    def _send(self, data: bytes) -> None:
+    def send(self, data: bytes) -> None:
+        """Write all of `data`, parking this greenlet while the kernel's buffer is full."""
         sock = self.sock
         try:
             sent = sock.send(data)
@@ -409,11 +398,12 @@ class Connection:
         except OSError as exc:
             raise PeerGone(exc) from exc
         if sent < len(data):
-            self._send_rest(memoryview(data)[sent:])
+            self.send_rest(memoryview(data)[sent:])
         if self.scheme == "https" and self.sock.unsent:
             self._drain_tls()
 
-    def _send_rest(self, view: memoryview) -> None:
+    def send_rest(self, view: memoryview) -> None:
+        """Write the rest of an answer the socket did not take at once."""
         hub = get_hub()
         idle = self.service.options.idle_timeout
         while view:
@@ -438,7 +428,7 @@ class Connection:
 
     def _refuse(self, status: int, detail: str) -> None:
         """Answer a request we could not parse, then close without resetting the answer."""
-        self._out.append(error_response(status, detail))
+        self._out.append(self.http.refuse(status, detail))
         self._close_lingering()
 
     def _close_lingering(self) -> None:
@@ -470,7 +460,7 @@ class Connection:
                 if not self.sock.recv(READ_SIZE):
                     return
             except BlockingIOError:
-                self._wait_readable()
+                self.wait_readable()
             except OSError:
                 return
 

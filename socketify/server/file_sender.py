@@ -34,7 +34,7 @@ def send_file(conn: Connection, path: str, offset: int, length: int, head: bytes
     """Send `head` (the response head, if not sent yet), then `length` bytes of `path`."""
     if conn.scheme == "https" or length == 0:
         if head:
-            conn._send(head)
+            conn.send(head)
         if length:
             _copy_file(conn, path, offset, length)  # sendfile would bypass the encryption
         return
@@ -73,7 +73,7 @@ def _send_head(conn: Connection, head: bytes) -> None:
     except OSError as exc:
         raise PeerGone(exc) from exc
     if sent < len(head):
-        conn._send_rest(memoryview(head)[sent:])
+        conn.send_rest(memoryview(head)[sent:])
 
 
 def _copy_file(conn: Connection, path: str, offset: int, length: int) -> None:
@@ -83,5 +83,5 @@ def _copy_file(conn: Connection, path: str, offset: int, length: int) -> None:
             chunk = file.read(min(length, 65536))
             if not chunk:
                 raise PeerGone("file shrank while it was being sent")
-            conn._send(chunk)
+            conn.send(chunk)
             length -= len(chunk)

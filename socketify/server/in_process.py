@@ -8,7 +8,6 @@ thread's hub. No listener, no port, no worker process.
 
 from __future__ import annotations
 
-import _socket
 import socket
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +15,7 @@ import gevent
 from gevent import socket as cooperative
 
 from socketify.server.connection import Connection
-from socketify.server.service import HttpService
+from socketify.server.service import HttpService, plain_socket
 
 if TYPE_CHECKING:
     from socketify.core.application import Application
@@ -28,9 +27,8 @@ def open_connection(app: Application, remote_addr: str) -> Any:
     """A cooperative client socket whose peer is a connection served by `app`."""
     service = HttpService(app, [])
     ours, theirs = socket.socketpair()
-    # The C-level socket class, non-blocking, as the accept loop hands them to connections.
-    raw = _socket.socket(ours.family, ours.type, ours.proto, ours.detach())
-    raw.setblocking(False)
+    # The plain socket class, non-blocking, as the accept loop hands them to connections.
+    raw = plain_socket(ours.family, ours.type, ours.proto, ours.detach())
     conn = Connection(service, raw, remote_addr)
     service.connections.add(conn)
     conn.greenlet = gevent.spawn_raw(conn.serve)

@@ -30,7 +30,7 @@ from socketify.protocol.http11 import (
     NEED_DATA,
     ParseError,
     RequestHead,
-    RequestParser,
+    ServerConnection,
 )
 
 __all__ = ["DRAIN_BUDGET", "RequestBody", "Unread"]
@@ -48,19 +48,18 @@ class Unread(enum.Enum):
 
 
 class RequestBody(BodyStream):
-    """The body of one request, its pieces pulled from `parser` as the app reads them."""
+    """The body of one request, its pieces pulled from `conn` as the app reads them."""
 
-    __slots__ = ("_budget", "_over", "_parser", "_wait", "done", "error", "head", "waited")
+    __slots__ = ("_budget", "_conn", "_over", "_wait", "done", "error", "head")
 
     def __init__(
-        self, parser: RequestParser, head: RequestHead, wait: Callable[[RequestBody], object]
+        self, conn: ServerConnection, head: RequestHead, wait: Callable[[RequestBody], object]
     ) -> None:
         super().__init__(expected=head.content_length)
-        self._parser = parser
+        self._conn = conn
         self._wait = wait  # called when the parser needs more bytes; receives them
         self.head = head
         self.done = False  # the end of the body was read
-        self.waited = False  # `wait` was called (so a 100 Continue, if asked for, went out)
         self.error: ParseError | None = None  # the framing error met in the body
         self._over = False  # the request was answered: the app may read no more
         self._budget = DRAIN_BUDGET
@@ -73,11 +72,10 @@ class RequestBody(BodyStream):
             raise HTTPError(self.error.status, self.error.detail)
         if self.done:
             return b""
-        parser = self._parser
+        conn = self._conn
         try:
-            while (event := parser.next_event()) is NEED_DATA:
+            while (event := conn.next_event()) is NEED_DATA:
                 self._wait(self)
-                self.waited = True
         except ParseError as exc:
             # The app sees an HTTPError (its chain unwinds as for any error); `settle` then
             # hands the ParseError to the owner, which answers it and closes.
@@ -107,7 +105,7 @@ class RequestBody(BodyStream):
         expected = self.head.content_length
         if self._budget < 0 or (expected is not None and expected - self.received > self._budget):
             return Unread.CLOSE
-        if self.head.expect_continue and not self.waited:
+        if self.head.expect_continue and not self._conn.continued:
             return Unread.CLOSE  # the client may be holding the body back for our 100
         return Unread.DRAIN
 
@@ -116,9 +114,9 @@ class RequestBody(BodyStream):
 
         With `wait` None only what is already buffered is dropped. May raise ParseError.
         """
-        parser = self._parser
+        conn = self._conn
         while True:
-            event = parser.next_event()
+            event = conn.next_event()
             if event is END_OF_MESSAGE:
                 self.done = True
                 return True

@@ -13,7 +13,6 @@ finish (their answer carries `Connection: close`), and returns when all are gone
 
 from __future__ import annotations
 
-import _socket
 import errno
 import logging
 import os
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import gevent
 from gevent import get_hub
+from gevent.monkey import get_original
 
 from socketify.server.connection import IDLE, Connection
 from socketify.server.tls_stream import TlsStream, server_context
@@ -31,9 +31,9 @@ from socketify.server.tls_stream import TlsStream, server_context
 if TYPE_CHECKING:
     from socketify.core.application import Application
     from socketify.core.options import ServerOptions
-    from socketify.core.request import Request
-    from socketify.core.response import Response
     from socketify.core.tls_options import TlsOptions
+
+_PlainSocket = get_original("socket", "socket")
 
 log = logging.getLogger("socketify.error")
 
@@ -62,7 +62,6 @@ class HttpService:
         # PERF: bound here so the connection makes one call, not two.
         self.request_done: Callable[[], Any] = on_request or _count_nothing
         # What answers a request; rebound by start() once the app is frozen (see there).
-        self.handle: Callable[[Request, Response], None] = app.handle
         self._given = list(listeners)  # closed on stop too: see stop_accepting
         self._listeners = [_raw_listener(sock) for sock in listeners]
         loop = get_hub().loop
@@ -90,7 +89,7 @@ class HttpService:
                 self._pause()
                 return
             try:
-                fd, addr = listener._accept()
+                fd, addr = accept_fd(listener)
             except BlockingIOError:
                 return
             except OSError as exc:
@@ -100,7 +99,7 @@ class HttpService:
                 elif exc.errno not in (errno.ECONNABORTED, errno.EPROTO, errno.EINTR):
                     log.error("accept failed: %s", exc)
                 return
-            self._spawn(_socket.socket(listener.family, listener.type, listener.proto, fd), addr)
+            self._spawn(plain_socket(listener.family, listener.type, listener.proto, fd), addr)
 
     def _spawn(self, sock: Any, addr: Any) -> None:
         sock.setblocking(False)
@@ -184,7 +183,7 @@ class HttpService:
         # answered with `Connection: close`, and silent ones are closed when it runs out.
         deadline = time.monotonic() + STOP_IDLE_GRACE
         for conn in list(self.connections):
-            if conn.phase == IDLE and not conn.parser.buffered:
+            if conn.phase == IDLE and not conn.http.buffered:
                 conn.deadline = min(conn.deadline or deadline, deadline)
 
 
@@ -192,12 +191,23 @@ def _count_nothing() -> None:
     """The request counter when nothing counts requests (in-process mode, tests)."""
 
 
-def _raw_listener(sock: socket.socket) -> Any:
-    """A C-level non-blocking socket on a duplicate of `sock`'s fd.
+def plain_socket(family: int, type: int, proto: int, fd: int) -> Any:
+    """The standard library's own socket class (not gevent's) on `fd`, non-blocking.
 
-    PERF: the server does its own readiness waits, so it uses `_socket.socket` (which gevent
-    does not patch) and skips the cooperative wrapper's Python layers on every call.
+    PERF: the server does its own readiness waits, so it skips the cooperative wrapper's
+    Python layers on every recv and send.
     """
-    raw = _socket.socket(sock.family, sock.type, sock.proto, os.dup(sock.fileno()))
-    raw.setblocking(False)
-    return raw
+    sock = _PlainSocket(family, type, proto, fd)
+    sock.setblocking(False)
+    return sock
+
+
+def accept_fd(listener: Any) -> tuple[int, Any]:
+    """(fd, address) of the next connection waiting on a non-blocking `listener`."""
+    sock, addr = listener.accept()
+    return sock.detach(), addr
+
+
+def _raw_listener(sock: socket.socket) -> Any:
+    """A non-blocking listener of the plain socket class on a duplicate of `sock`'s fd."""
+    return plain_socket(sock.family, sock.type, sock.proto, os.dup(sock.fileno()))

@@ -218,7 +218,7 @@ class Outbound:
         queue = self._queue
         try:
             while True:
-                conn._send(data)  # parks only this greenlet while the kernel buffer is full
+                conn.send(data)  # parks only this greenlet while the kernel buffer is full
                 self.pending -= len(data)
                 # A blocked send arms the stalled-reader deadline; it is over now.
                 conn.deadline = None
@@ -286,23 +286,20 @@ def read_some(conn: Connection, wait_first: bool = False) -> bytes:
     Bytes the HTTP parser already buffered (sent right behind the upgrade request) come first.
     `wait_first` skips the first `recv` when the caller expects nothing to be there yet.
     """
-    parser = conn.parser
-    if parser.buffered:
-        data = bytes(parser.input)
-        parser.input.clear()
-        return data
+    if conn.http.buffered:
+        return conn.http.take_buffered()
     sock = conn.sock
     if wait_first and not (conn.scheme == "https" and sock.buffered):
         # PERF: a peer that has been answered usually waits for the answer before sending
         # more (request/response, ping-pong), so a recv now would be a wasted EAGAIN (and a
         # raised BlockingIOError); the read watcher is level-triggered, so waiting first
         # returns at once when bytes are in fact already there.
-        conn._wait_readable()
+        conn.wait_readable()
     while True:
         try:
             return sock.recv(READ_SIZE)
         except BlockingIOError:
-            conn._wait_readable()
+            conn.wait_readable()
         except OSError:
             return b""
 

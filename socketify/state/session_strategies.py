@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from socketify.core.response import HeaderLine, header_line
 from socketify.state.shared_store import SharedStore
 
 if TYPE_CHECKING:
@@ -115,7 +114,6 @@ class StoreStrategy:
         # ones that did not: a flood of forged cookies must not evict the real ones).
         self._verified: dict[str, str] = {}
         self._headers: dict[str, tuple[str, str]] = {}  # Cookie header -> (cookie, id)
-        self._lines: dict[str, HeaderLine] = {}  # cookie value -> its Set-Cookie line
         self._ttl = float(options.ttl)
         self._cookie_name = options.cookie_name
         self._key_prefix = options.key_prefix
@@ -192,14 +190,7 @@ class StoreStrategy:
             value = session.cookie_value
             if value is None or not value.startswith(session.id):
                 value = self.sign(session.id)
-            # PERF: the line for a cookie value is built (and its size checked) once.
-            line = self._lines.get(value)
-            if line is None:
-                line = header_line("Set-Cookie", self.options.cookie_line(value))
-                if len(self._lines) >= _VERIFIED_MAX:
-                    self._lines.clear()
-                self._lines[value] = line
-            res.add_line(line)
+            res.add_header("Set-Cookie", self.options.cookie_line(value))
 
     def _revoke(self, session: Session, res: Response) -> None:
         """Delete the data of the ids the session had before, or of a destroyed session."""

@@ -7,6 +7,7 @@ the `live_server` pytest fixture) starts `socketify run` on a free port.
 
 from __future__ import annotations
 
-from socketify.testing.client import LiveServer, TestClient, TestResponse
+from socketify.testing.client import LiveServer, TestClient
+from socketify.testing.response import TestResponse
 
 __all__ = ["LiveServer", "TestClient", "TestResponse"]

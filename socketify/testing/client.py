@@ -28,18 +28,11 @@ from urllib.parse import urlencode
 
 import orjson
 
-from socketify.core.headers import Headers
-from socketify.core.request import Request
 from socketify.core.response import Response
-from socketify.protocol.http11 import (
-    NEED_DATA,
-    ParseError,
-    RequestHead,
-    RequestParser,
-    encode_chunk,
-    error_response,
-)
+from socketify.protocol.http11 import NEED_DATA, ParseError, RequestHead, ServerConnection
+from socketify.server.exchange import FileRange, request_for, response_parts
 from socketify.server.request_body import RequestBody, Unread
+from socketify.testing.response import TestResponse
 
 if TYPE_CHECKING:
     from socketify.core.application import Application
@@ -48,43 +41,6 @@ if TYPE_CHECKING:
 __all__ = ["LiveServer", "TestClient", "TestResponse"]
 
 _STARTED = re.compile(r"Socketify \S+ listening on ")  # logged once every worker is ready
-
-
-class TestResponse:
-    """A response as a client sees it: status, headers, body."""
-
-    __test__ = False  # not a pytest test class
-
-    def __init__(self, raw: bytes) -> None:
-        self.raw = raw
-        head, _, rest = raw.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        _, code, self.reason = [*lines[0].split(" ", 2), ""][:3]
-        self.status = int(code)
-        self.headers = Headers(
-            (name, value.strip()) for name, _, value in (line.partition(":") for line in lines[1:])
-        )
-        if (self.headers.get("Transfer-Encoding") or "").lower() == "chunked":
-            self.body = _dechunk(rest)
-        else:
-            self.body = rest
-
-    @property
-    def status_code(self) -> int:
-        """Alias of `status`, as in requests."""
-        return self.status
-
-    @property
-    def text(self) -> str:
-        """The body decoded as UTF-8."""
-        return self.body.decode("utf-8")
-
-    def json(self) -> Any:
-        """The body parsed as JSON."""
-        return orjson.loads(self.body)
-
-    def __repr__(self) -> str:
-        return f"<TestResponse {self.status} {len(self.body)} bytes>"
 
 
 class TestClient:
@@ -189,37 +145,37 @@ class TestClient:
     def exchange(self, raw: bytes) -> bytes:
         """Feed raw request bytes (one request) and return the raw response bytes.
 
-        As on a socket, the body is read only when the app asks for it: a limit refuses it
-        from Content-Length, a framing error in it is answered instead of the app's answer,
-        and the response says `Connection: close` where the server would close.
+        The request goes through the connection machine and the answering steps a socket's
+        connection uses (`socketify.server.exchange`): the body is read only when the app asks
+        for it, a limit refuses it from Content-Length, a framing error in it is answered
+        instead of the app's answer, and the response says `Connection: close` where the
+        server would close.
         """
         opts = self.server.settings
-        parser = RequestParser(opts.max_header_size, opts.max_target_size, opts.max_body_size)
-        parser.feed(raw)
+        conn = ServerConnection(opts.max_header_size, opts.max_target_size, opts.max_body_size)
+        conn.receive_data(raw)
         try:
-            head = parser.next_event()
+            head = conn.next_event()
             if head is NEED_DATA:
-                parser.feed(b"")  # nothing more is coming: an unfinished head is refused
-                head = parser.next_event()
+                conn.receive_data(b"")  # nothing more is coming: an unfinished head is refused
+                head = conn.next_event()
             if not isinstance(head, RequestHead):
                 raise ValueError("no complete request in the given bytes")
-            if not head.has_body:
-                parser.next_event()  # its END_OF_MESSAGE
-                return self._answer(Request(head, b"", self.remote_addr, opts.trust_proxy), None)
-            # The client sent all it had: a body that needs more than `raw` holds is cut short.
-            body = RequestBody(parser, head, lambda _body: parser.feed(b""))
-            return self._answer(Request(head, body, self.remote_addr, opts.trust_proxy), body)
+            req, body = request_for(
+                conn,
+                head,
+                lambda body: _no_more_bytes(conn, body),
+                self.remote_addr,
+                opts.trust_proxy,
+            )
+            res = Response(req)
+            self.server.handle(req, res)
+            keep_alive = body is None or body.settle(res.status_code) is not Unread.CLOSE
         except ParseError as exc:
-            return error_response(exc.status, exc.detail)
-
-    def _answer(self, req: Request, body: RequestBody | None) -> bytes:
-        """Run the app; settle the body as the connection does (may raise ParseError)."""
-        res = Response(req)
-        self.server.handle(req, res)
-        keep_alive = req.head.keep_alive
-        if body is not None and body.settle(res.status_code) is Unread.CLOSE:
-            keep_alive = False
-        return _serialize(res, keep_alive)
+            return conn.refuse(exc.status, exc.detail)
+        if res.upgrade is not None and not res.head_only:
+            raise TypeError("an upgrade answer: use TestClient.websocket() or TestClient.sse()")
+        return b"".join(map(_read_part, response_parts(conn, head, res, keep_alive)))
 
     def get(self, path: str, **kwargs: Any) -> TestResponse:
         """GET `path`."""
@@ -270,37 +226,19 @@ def _encode_body(data: Any, json: Any) -> tuple[bytes, str | None]:
     return (data.encode() if isinstance(data, str) else bytes(data)), None
 
 
-def _serialize(res: Response, keep_alive: bool) -> bytes:
-    if res.upgrade is not None:
-        if res.head_only:  # HEAD on an SSE route: the stream's headers, nothing to keep open
-            return res.head_bytes(False)
-        raise TypeError("an upgrade answer: use TestClient.websocket() or TestClient.sse()")
-    if res.file_path is None and res.stream_iter is None:
-        return res.to_bytes(keep_alive)
-    out = [res.head_bytes(keep_alive)]
-    if res.sends_body:
-        if res.file_path is not None:
-            with open(res.file_path, "rb") as file:
-                file.seek(res.file_offset)
-                out.append(file.read(res.file_length))
-        elif res.chunked:
-            out.extend(encode_chunk(chunk) for chunk in res.iter_stream())
-            out.append(b"0\r\n\r\n")
-        else:
-            out.extend(res.iter_stream())
-    return b"".join(out)
+def _no_more_bytes(conn: ServerConnection, body: RequestBody) -> None:
+    """The client sent all it had: a body that needs more than the request held is cut short."""
+    conn.continue_response(body.head)  # as a socket's connection does on the first wait
+    conn.receive_data(b"")
 
 
-def _dechunk(data: bytes) -> bytes:
-    body = bytearray()
-    while data:
-        size_line, _, data = data.partition(b"\r\n")
-        size = int(size_line.split(b";")[0], 16)
-        if size == 0:
-            break
-        body += data[:size]
-        data = data[size + 2 :]
-    return bytes(body)
+def _read_part(part: bytes | FileRange) -> bytes:
+    """A part of the answer as the client receives it (a file range read from disk)."""
+    if isinstance(part, bytes):
+        return part
+    with open(part.path, "rb") as file:
+        file.seek(part.offset)
+        return part.head + file.read(part.length)
 
 
 # -- a real server in a subprocess -----------------------------------------------------------------

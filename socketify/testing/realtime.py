@@ -26,7 +26,7 @@ import gevent
 import orjson
 
 from socketify.protocol.websocket import CloseCode, Opcode, close_payload, unmask
-from socketify.testing.client import TestResponse
+from socketify.testing.response import TestResponse
 
 __all__ = [
     "EventStreamSession",

@@ -327,26 +327,3 @@ def test_a_level_change_applies_from_the_next_loop_turn(
         ["/ok", "200"],
     ]
     assert "rid=" in lines[-1] and "rid=" not in lines[0]
-
-
-def test_a_written_batch_is_forgotten_by_the_sinks_that_joined_it(
-    handler: AccessLogFileHandler, log_file: Path
-) -> None:
-    logger = _logger_to(handler, "forget")
-    sinks = [LineSink(logger), LineSink(logger)]
-
-    def turn(number: int) -> None:
-        for index, sink in enumerate(sinks):
-            sink.send(std_logging.INFO, f"turn {number} sink {index}")
-        assert all(sink.batch is not None for sink in sinks)
-
-    try:
-        for number in range(3):
-            gevent.spawn(turn, number).get(timeout=5)
-            gevent.sleep(0)  # the loop turn ends: the batch is written
-            assert all(sink.batch is None for sink in sinks)
-    finally:
-        logger.handlers.clear()
-    assert log_file.read_text().splitlines() == [
-        f"turn {number} sink {index}" for number in range(3) for index in range(2)
-    ]

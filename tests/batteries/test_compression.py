@@ -169,7 +169,7 @@ def test_streams_are_compressed_chunk_by_chunk(client: TestClient) -> None:
 
 
 def test_each_streamed_chunk_is_decodable_on_arrival() -> None:
-    from socketify.middleware.compression import _compressed_stream
+    from socketify.core.compression import _compressed_stream
 
     decoder = zlib.decompressobj(31)
     for produced, sent in zip(

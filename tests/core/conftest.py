@@ -8,6 +8,7 @@ import pytest
 
 from socketify import Request, Response, Server
 from socketify.protocol.http11 import RequestHead
+from tests.support.wire import wire_bytes
 
 MakeRequest = Callable[..., Request]
 Call = Callable[..., Response]
@@ -46,3 +47,9 @@ def call() -> Call:
         return res
 
     return run
+
+
+@pytest.fixture
+def wire() -> Callable[..., bytes]:
+    """Serialize a Response as the connection would (see `tests.support.wire`)."""
+    return wire_bytes

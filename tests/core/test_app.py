@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from socketify import HTTPError, Request, Response, Server, ServerOptions
+from tests.support.wire import wire_bytes
 
 
 def ok(req: Request, res: Response) -> None:
@@ -89,7 +90,7 @@ def test_middleware_can_add_headers_and_cookies_after_next(call) -> None:
 
     server.use(timing)
     server.get("/", ok)
-    wire = call(server).to_bytes()
+    wire = wire_bytes(call(server))
     assert b"Server-Timing: app;dur=1\r\n" in wire
     assert b"Set-Cookie: seen=1; Path=/\r\n" in wire
 
@@ -201,7 +202,7 @@ def test_handler_doing_nothing_gives_empty_200(call) -> None:
     server = Server()
     server.get("/", lambda req, res: None)
     res = call(server)
-    wire = res.to_bytes()
+    wire = wire_bytes(res)
     assert wire.startswith(b"HTTP/1.1 200 OK\r\n")
     assert b"Content-Length: 0\r\n" in wire and b"Content-Type" not in wire
 

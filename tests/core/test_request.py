@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from socketify import HTTPError, Request
-from socketify.core.request import parse_query
+from socketify.core.urlencoded import parse_query
 from socketify.protocol.http11 import END_OF_MESSAGE, RequestParser
 
 
@@ -44,8 +44,17 @@ def test_header_mapping_is_built_lazily(make_request) -> None:
 
 def test_middleware_can_rewrite_request_headers(make_request) -> None:
     req = make_request("GET", "/", [("X-Request-Id", "old")])
-    req.headers["X-Request-Id"] = "new"
-    assert req.header("x-request-id") == "new"
+    assert req.headers["x-request-id"] == "old"
+    req.set_header("X-Request-Id", "new")
+    assert req.header("x-request-id") == "new" and req.headers["X-Request-Id"] == "new"
+    req.set_header("x-request-id", None)
+    assert req.header("X-Request-Id", "gone") == "gone" and "x-request-id" not in req.headers
+
+
+def test_the_header_mapping_is_read_only_and_says_what_to_use(make_request) -> None:
+    req = make_request("GET", "/", [("X-A", "1")])
+    with pytest.raises(TypeError, match="set_header"):
+        req.headers["X-A"] = "2"
 
 
 def test_query_last_wins_getall_plus_and_escapes(make_request) -> None:
@@ -166,7 +175,7 @@ def test_requests_sharing_one_parsed_head_keep_their_own_headers_and_params() ->
     first_head = parser.next_event()
     assert parser.next_event() is END_OF_MESSAGE
     first = Request(first_head, b"", "10.0.0.1")
-    first.headers["X-A"] = "changed"
+    first.set_header("X-A", "changed")
     first.params = {"id": "7"}
     first.locals["k"] = "v"
     second = Request(parser.next_event(), b"", "10.0.0.1")
@@ -175,15 +184,17 @@ def test_requests_sharing_one_parsed_head_keep_their_own_headers_and_params() ->
     assert second.query["q"] == "1"
 
 
-def test_a_field_set_without_the_mapping_reads_back_everywhere(make_request) -> None:
+def test_a_changed_field_reads_back_everywhere(make_request) -> None:
     req = make_request("GET", "/", [("X-A", "old"), ("Cookie", "a=1"), ("x-a", "older")])
-    req._set_field("x-a", "new")
-    req._set_field("x-b", "added")
-    assert req._headers is None  # no mapping was needed for that
+    req.set_header("x-a", "new")
+    req.set_header("X-B", "added")
     assert req.header("X-A") == "new" and req.header("x-b") == "added"
     assert req.headers.getall("x-a") == ["new"] and req.headers["X-B"] == "added"
+    assert req.header_fields() == [("cookie", "a=1"), ("x-a", "new"), ("x-b", "added")]
     assert req.cookies == {"a": "1"}
-    req._set_field("x-a", "newest")  # the mapping exists now: it is updated
+    req.set_header("Cookie", "b=2")
+    assert req.cookies == {"b": "2"}
+    req.set_header("x-a", "newest")  # the mapping built above is built again
     assert req.headers["x-a"] == "newest" and req.header("x-a") == "newest"
 
 
@@ -193,16 +204,16 @@ def test_a_field_set_on_a_shared_head_stays_on_its_request() -> None:
     head = parser.next_event()
     assert parser.next_event() is END_OF_MESSAGE
     first = Request(head, b"", "10.0.0.1")
-    first._set_field("x-a", "changed")
-    first._set_field("x-new", "v")
+    first.set_header("x-a", "changed")
+    first.set_header("x-new", "v")
     second = Request(parser.next_event(), b"", "10.0.0.1")
-    assert second.head is head
+    assert second.head is head  # an immutable value, shared by the parser's head cache
     assert second.header("x-a") == "1" and second.header("x-new") == ""
     assert first.header("X-A") == "changed" and first.header("x-new") == "v"
-    # The head's shared name map is built once and never sees per-request changes.
-    assert head._by_name == {"host": "h", "x-a": "1"}
-    assert head.by_name() is head._by_name
-    assert first.header("x-a") == "changed"
+    assert dict(head.names) == {"host": "h", "x-a": "1"}
+    assert head.headers == (("host", "h"), ("x-a", "1"))
+    with pytest.raises(TypeError):
+        head.names["x-a"] = "changed"  # type: ignore[index]
 
 
 def test_header_lookups_by_any_case_after_a_lower_case_miss(make_request) -> None:
@@ -213,11 +224,3 @@ def test_header_lookups_by_any_case_after_a_lower_case_miss(make_request) -> Non
     assert absent.header("X-Late") == ""
 
 
-def test_the_memory_of_lower_case_names_is_bounded(make_request, monkeypatch) -> None:
-    from socketify.core import request as request_module
-
-    monkeypatch.setattr(request_module, "_LOWER_CASE_NAMES", set())
-    req = make_request("GET", "/", [("Host", "h")])
-    for number in range(request_module._LOWER_CASE_NAMES_KEPT + 50):
-        assert req.header(f"x-{number}") == ""
-    assert len(request_module._LOWER_CASE_NAMES) == request_module._LOWER_CASE_NAMES_KEPT

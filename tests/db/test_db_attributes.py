@@ -12,7 +12,9 @@ from pony.orm import Discriminator, Optional, PrimaryKey, Required, Set, commit,
 from pony.orm import core as pony_core
 
 import socketify.db
-from socketify.db.attributes import fast_read_class
+from socketify.db.fastpath.attributes import fast_read_class
+
+pytestmark = [pytest.mark.usefixtures("fast_path"), pytest.mark.fast_path_only]
 
 
 @pytest.fixture

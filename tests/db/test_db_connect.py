@@ -14,6 +14,8 @@ from pony.orm import TransactionIntegrityError, commit, db_session, rollback
 import socketify.db
 from socketify.db import PoolTimeout
 
+pytestmark = pytest.mark.usefixtures("fast_path")
+
 
 def test_models_relations_and_hooks_work_on_every_engine(any_url: str) -> None:
     db = socketify.db.connect(any_url, pool_size=2)
@@ -97,7 +99,7 @@ def test_nested_sessions_share_one_connection_so_pool_size_one_cannot_deadlock(
     m = define(db)
     with db_session:
         m.User(name="Ann", email="a@x")
-        with db_session:  # Pony joins the outer session (SPEC §5.35: no second connection)
+        with db_session:  # Pony joins the outer session: no second connection
             assert m.User.select().count() == 1
     db.disconnect()
 

@@ -8,7 +8,9 @@ import pytest
 from pony.orm import Json, Optional, Required, db_session
 
 import socketify.db
-from socketify.db.converters import overrides, sql2py_of
+from socketify.db.fastpath.converters import overrides, sql2py_of
+
+pytestmark = [pytest.mark.usefixtures("fast_path"), pytest.mark.fast_path_only]
 
 
 @pytest.fixture

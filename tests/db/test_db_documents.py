@@ -94,7 +94,7 @@ def test_insert_returns_a_copy_with_its_id(store: DocumentStore) -> None:
         ({"v": {"$gte": 2.5, "$lt": 10}}, ["int3", "float2.5", "int3bis"]),
         ({"v": {"$lte": "a"}}, ["str_a"]),  # strings compare only with strings
         ({"v": {"$in": [3, "b", None]}}, ["int3", "str_b", "null", "missing", "int3bis"]),
-        ({"v": {"$in": []}}, []),  # SPEC §5.31: an empty IN matches nothing
+        ({"v": {"$in": []}}, []),  # an empty IN matches nothing
         ({"v": {"$nin": []}}, [n for n, _ in MIXED]),
         ({"v": {"$nin": [3, True]}}, [n for n, _ in MIXED if n not in ("int3", "int3bis", "true")]),
         ({"v": {"$exists": False}}, ["missing"]),
@@ -240,6 +240,7 @@ def test_invalid_collection_names_are_refused() -> None:
 # -- the SQL engines inside a request -------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("fast_path")
 @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
 def test_documents_join_the_request_transaction(
     engine: str, request: pytest.FixtureRequest

@@ -14,6 +14,8 @@ from test_db_live import get
 
 from socketify.testing import LiveServer, TestClient
 
+pytestmark = pytest.mark.usefixtures("fast_path")
+
 REPO = Path(__file__).resolve().parent.parent.parent
 
 

@@ -29,9 +29,11 @@ from pony.orm.ormtypes import TrackedValue
 
 import socketify.db
 from socketify import Request, Response, Server
-from socketify.db.fastload import ineligibility, loader_for
-from socketify.db.session import LeanSessionCache
+from socketify.db.fastpath.loader import ineligibility, loader_for
+from socketify.db.fastpath.session import LeanSessionCache
 from socketify.testing import TestClient
+
+pytestmark = [pytest.mark.usefixtures("fast_path"), pytest.mark.fast_path_only]
 
 STAMP = datetime.datetime(2024, 5, 17, 13, 45, 12, 345678)
 

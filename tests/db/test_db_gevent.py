@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.usefixtures("fast_path")
+
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 

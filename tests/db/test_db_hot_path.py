@@ -1,5 +1,6 @@
-"""The per-request path of a read: one statement on the wire, and the shortcuts the providers
-take around Pony's decorators still behave as Pony does (modes, commits, error types)."""
+"""The per-request path of a read: one statement on the wire, with the fast path and without,
+and the fast path's shortcuts around Pony's decorators still behave as Pony does (modes,
+commits, error types); the PostgreSQL prepared reads are the fast path's own."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from pony.orm.dbapiprovider import DBException, IntegrityError
 
 import socketify.db
 from socketify import Request, Response, Server
-from socketify.db.fastload import loader_for
+from socketify.db.fastpath.loader import loader_for
 from socketify.testing import TestClient
+
+pytestmark = pytest.mark.usefixtures("fast_path")
 
 
 def user_app(url: str) -> tuple[TestClient, Any, Any]:
@@ -115,6 +118,7 @@ def test_driver_errors_in_statements_become_pony_errors(any_url: str) -> None:
     db.disconnect()
 
 
+@pytest.mark.fast_path_only
 def test_postgres_reads_by_key_run_as_a_statement_prepared_once_per_connection(
     pg_url: str,
 ) -> None:
@@ -134,6 +138,7 @@ def test_postgres_reads_by_key_run_as_a_statement_prepared_once_per_connection(
     db.disconnect()
 
 
+@pytest.mark.fast_path_only
 @pytest.mark.parametrize("change", ["statements dropped", "result type changed"])
 def test_postgres_reads_fall_back_to_text_when_the_prepared_statement_fails(
     pg_url: str, change: str
@@ -159,6 +164,7 @@ def test_postgres_reads_fall_back_to_text_when_the_prepared_statement_fails(
     db.disconnect()
 
 
+@pytest.mark.fast_path_only
 def test_postgres_reads_keep_preparing_after_the_server_dropped_the_connection(
     pg_url: str,
 ) -> None:
@@ -182,6 +188,7 @@ def test_postgres_reads_keep_preparing_after_the_server_dropped_the_connection(
     db.disconnect()
 
 
+@pytest.mark.fast_path_only
 def test_postgres_get_row_reads_through_the_prepared_statement_too(pg_url: str) -> None:
     _, db, m = user_app(pg_url)
     loader = loader_for(m.User)
@@ -198,10 +205,11 @@ def test_postgres_get_row_reads_through_the_prepared_statement_too(pg_url: str) 
     db.disconnect()
 
 
+@pytest.mark.fast_path_only
 def test_prepared_statement_names_follow_their_text_never_a_counter() -> None:
     # Behind a pooler that moves server connections between clients, a name must always
     # stand for the same statement, whoever prepared it.
-    from socketify.db.providers.pg_prepared import PreparedSelect
+    from socketify.db.fastpath.pg_prepared import PreparedSelect
 
     sql = 'SELECT "id", "name" FROM "user" WHERE "id" = %(p1)s'
     first = PreparedSelect.for_statement(sql, "p1")
@@ -216,6 +224,7 @@ def test_prepared_statement_names_follow_their_text_never_a_counter() -> None:
     assert PreparedSelect.for_statement(sql + " AND x LIKE '%%'", "p1") is None
 
 
+@pytest.mark.fast_path_only
 def test_a_key_read_after_a_write_on_the_same_postgres_connection_reads_in_autocommit(
     pg_url: str,
 ) -> None:
@@ -235,6 +244,7 @@ def test_a_key_read_after_a_write_on_the_same_postgres_connection_reads_in_autoc
     db.disconnect()
 
 
+@pytest.mark.fast_path_only
 def test_sqlite_key_reads_skip_the_read_preparation_that_has_nothing_to_do(
     sqlite_url: str,
 ) -> None:
@@ -244,6 +254,7 @@ def test_sqlite_key_reads_skip_the_read_preparation_that_has_nothing_to_do(
     db.disconnect()
 
 
+@pytest.mark.fast_path_only
 def test_postgres_key_reads_reuse_one_cursor_per_connection_until_it_closes(
     pg_url: str,
 ) -> None:

@@ -18,6 +18,8 @@ from db_support import pg_admin
 
 from socketify.testing import LiveServer
 
+pytestmark = pytest.mark.usefixtures("fast_path")
+
 APPS = Path(__file__).resolve().parent / "apps"
 
 

@@ -1,8 +1,10 @@
 """The database middleware: a `db_session` per request, commit or roll back, and Pony's errors
-answered as HTTP (404, 409, 422, 503), through the in-process TestClient."""
+answered as HTTP (404, 409, 422, 503), through the in-process TestClient; with the fast path's
+hooks and with the plain ones on Pony's public `db_session`."""
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -15,23 +17,36 @@ from pony.orm import db_session
 import socketify.db
 from socketify import Request, Response, Server
 from socketify.core import chain
-from socketify.db import transactional
-from socketify.db.middleware import close_session, in_db_session, open_session
+from socketify.db import fastpath, transactional
 from socketify.testing import TestClient
+
+pytestmark = pytest.mark.usefixtures("fast_path")
+
+# The plain hooks (`socketify.db.middleware` is also the name of the function).
+plain_hooks = importlib.import_module("socketify.db.middleware")
 
 # The middleware's two forms: `(req, res, next)` (what `transactional` uses), and the hooks
 # the chain calls directly (what `socketify.db.middleware` returns).
-FORMS = ("plain", "hooked")
+FORMS = ("next", "hooked")
+
+
+def hooks() -> Any:
+    """The module whose `open_session`, `close_session` and `in_db_session` this run uses."""
+    if fastpath.resolve():
+        from socketify.db.fastpath import session
+
+        return session
+    return plain_hooks
 
 
 def db_middleware(form: str) -> Any:
     """The database middleware in the given form."""
-    if form == "plain":
-        return in_db_session
-    return chain.hooked(open_session, close_session, name="db_session")
+    if form == "next":
+        return hooks().in_db_session
+    return chain.hooked(hooks().open_session, hooks().close_session, name="db_session")
 
 
-def build(url: str, form: str = "plain", **pool: Any) -> tuple[Server, SimpleNamespace, Any]:
+def build(url: str, form: str = "next", **pool: Any) -> tuple[Server, SimpleNamespace, Any]:
     db = socketify.db.connect(url, **pool)
     m = define(db)
     server = Server()
@@ -238,6 +253,7 @@ def test_close_session_answers_mapped_errors_and_leaves_the_rest_to_the_chain(
         set_header=lambda name, value: None,
         status=lambda code: SimpleNamespace(json=lambda body: answered.append((code, body))),
     )
+    open_session, close_session = hooks().open_session, hooks().close_session
     for make_error, expected in [
         (lambda: m.User[5], True),  # ObjectNotFound: 404
         (lambda: 1 / 0, False),  # a bug: the chain re-raises it
@@ -267,20 +283,25 @@ def test_close_session_answers_a_commit_that_fails(sqlite_url: str) -> None:
         set_header=lambda name, value: None,
         status=lambda code: SimpleNamespace(json=lambda body: answered.append(code)),
     )
-    open_session(None, res)
+    hooks().open_session(None, res)
     m.User(name="Imposter", email="a@x")  # flushed only at the commit, which fails
-    assert close_session(None, res, None) is True
+    assert hooks().close_session(None, res, None) is True
     assert answered == [409]
     assert pony_state()["db_session"] is None
     assert count_users(m) == 1
     db.disconnect()
 
 
-def test_middleware_is_the_hooked_form(sqlite_url: str) -> None:
+def test_middleware_is_the_hooked_form_of_the_databases_path(
+    sqlite_url: str, fast_path: bool
+) -> None:
     db = socketify.db.connect(sqlite_url)
+    assert db.fast_path is fast_path
     hooked = socketify.db.middleware(db)
     assert isinstance(hooked, chain.Hooked)
-    assert (hooked.before, hooked.after) == (open_session, close_session)
+    assert (hooked.before, hooked.after) == (hooks().open_session, hooks().close_session)
+    plain = socketify.db.middleware(socketify.db.connect(sqlite_url, fast_path=False))
+    assert (plain.before, plain.after) == (plain_hooks.open_session, plain_hooks.close_session)
 
 
 def pony_state() -> dict[str, Any]:

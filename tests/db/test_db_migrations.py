@@ -18,6 +18,8 @@ import socketify.db
 from socketify.db.cli import main
 from socketify.db.migrations import MigrationError, Migrator
 
+pytestmark = pytest.mark.usefixtures("fast_path")
+
 MIGRATIONS = {
     # Unpadded on purpose: by name "10" sorts before "2"; by version it comes after.
     "1_create_users.py": (

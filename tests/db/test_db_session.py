@@ -11,7 +11,9 @@ from pony.orm import core as pony_core
 from pony.orm import db_session
 
 import socketify.db
-from socketify.db.session import run_in_db_session
+from socketify.db.fastpath.session import run_in_db_session
+
+pytestmark = [pytest.mark.usefixtures("fast_path"), pytest.mark.fast_path_only]
 
 
 def assert_no_session_left(*databases: Any) -> None:

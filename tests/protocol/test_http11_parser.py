@@ -76,7 +76,7 @@ def describe(events: list) -> list:
                     event.path,
                     event.query_string,
                     event.version,
-                    event.headers,
+                    list(event.headers),
                     event.content_length,
                     event.chunked,
                     event.keep_alive,
@@ -102,14 +102,14 @@ def test_simple_get_yields_head_then_end(split: int | None) -> None:
         "x=1&y=2",
     )
     assert head.version == "HTTP/1.1"
-    assert head.headers == [("host", "example.com"), ("x-id", "7")]
+    assert list(head.headers) == [("host", "example.com"), ("x-id", "7")]
     assert head.keep_alive and not head.has_body
     assert end is END_OF_MESSAGE
 
 
 def test_header_names_are_lowered_and_values_trimmed() -> None:
     (head, _) = parse(b"GET / HTTP/1.1\r\nHOST: x\r\nX-Pad: \t padded value \t\r\n\r\n")
-    assert head.headers == [("host", "x"), ("x-pad", "padded value")]
+    assert list(head.headers) == [("host", "x"), ("x-pad", "padded value")]
 
 
 @pytest.mark.parametrize(
@@ -241,12 +241,12 @@ def test_leading_blank_lines_are_skipped() -> None:
 
 def test_bare_lf_line_ends_are_accepted() -> None:
     (head, _) = parse(b"GET /lf HTTP/1.1\nHost: x\nAccept: */*\n\n")
-    assert head.headers == [("host", "x"), ("accept", "*/*")]
+    assert list(head.headers) == [("host", "x"), ("accept", "*/*")]
 
 
 def test_mixed_crlf_and_lf_line_ends_are_accepted() -> None:
     (head, _) = parse(b"GET / HTTP/1.1\r\nHost: x\nAccept: */*\r\n\n")
-    assert head.headers == [("host", "x"), ("accept", "*/*")]
+    assert list(head.headers) == [("host", "x"), ("accept", "*/*")]
 
 
 def test_absolute_form_target_is_routed_by_its_path() -> None:
@@ -269,13 +269,13 @@ def test_absolute_form_without_path_means_root() -> None:
 def test_absolute_form_authority_replaces_the_host_header(rounds: int) -> None:
     raw = b"GET http://a:8080/x HTTP/1.1\r\nAccept: */*\r\nHost: b\r\nX-Z: 1\r\n\r\n"
     for head in heads(parse(raw * rounds)):
-        assert head.headers == [("accept", "*/*"), ("host", "a:8080"), ("x-z", "1")]
-        assert head.by_name()["host"] == "a:8080"
+        assert list(head.headers) == [("accept", "*/*"), ("host", "a:8080"), ("x-z", "1")]
+        assert head.names["host"] == "a:8080"
 
 
 def test_absolute_form_gives_an_http10_request_its_host() -> None:
     (head, _) = parse(b"GET http://a/x HTTP/1.0\r\n\r\n")
-    assert head.headers == [("host", "a")]
+    assert list(head.headers) == [("host", "a")]
 
 
 @pytest.mark.parametrize(
@@ -284,7 +284,7 @@ def test_absolute_form_gives_an_http10_request_its_host() -> None:
 )
 def test_absolute_form_authorities_that_are_accepted(target: bytes) -> None:
     (head, _) = parse(b"GET " + target + b" HTTP/1.1\r\nHost: other\r\n\r\n")
-    assert head.by_name()["host"] == target.split(b"/")[2].decode()
+    assert head.names["host"] == target.split(b"/")[2].decode()
 
 
 @pytest.mark.parametrize(
@@ -512,7 +512,7 @@ def test_repeated_heads_give_equal_heads_whose_headers_read_the_same() -> None:
     raw = b"GET /again HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n\r\n" * 3
     first, second, third = heads(parse(raw))
     assert describe([first]) == describe([second]) == describe([third])
-    assert third.headers == [("host", "x"), ("x-a", "1")]
+    assert list(third.headers) == [("host", "x"), ("x-a", "1")]
 
 
 def test_cached_heads_still_obey_the_header_size_limit() -> None:

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.timeout(30)
 
 
 class _Peer:
-    """What `Outbound` uses of a connection: a non-blocking socket and a parking `_send`."""
+    """What `Outbound` uses of a connection: a non-blocking socket and a parking `send`."""
 
     scheme = "http"
 
@@ -39,7 +39,7 @@ class _Peer:
         self.sock = sock
         self.deadline: float | None = None
 
-    def _send(self, data: bytes) -> None:
+    def send(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
             try:

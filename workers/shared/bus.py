@@ -60,7 +60,7 @@ class Subscription:
 
     def cancel(self) -> None:
         """Stop delivering to this callback (idempotent)."""
-        self._owner._remove(self._channel, self._callback)
+        self._owner.unsubscribe(self._channel, self._callback)
 
 
 class LocalBus:
@@ -90,7 +90,8 @@ class LocalBus:
             except Exception:
                 log.exception("bus subscriber %r of %r failed", callback, channel)
 
-    def _remove(self, channel: str, callback: Callback) -> None:
+    def unsubscribe(self, channel: str, callback: Callback) -> None:
+        """Stop delivering `channel`'s messages to `callback` (nothing if it was not there)."""
         callbacks = [c for c in self._subscribers.get(channel, ()) if c is not callback]
         if callbacks:
             self._subscribers[channel] = callbacks

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 __all__ = ["file_handlers", "reopen_log_files"]
 
@@ -35,13 +36,12 @@ def reopen_log_files() -> int:
         try:
             if handler.stream is None:
                 continue
-            stream, handler.stream = handler.stream, None
-            try:
-                stream.flush()
-            finally:
-                stream.close()
-            # FileHandler._open is the documented hook subclasses override to open the file.
-            handler.stream = handler._open()
+            fresh: Any = open(  # noqa: SIM115 (the handler owns the file from now on)
+                handler.baseFilename, handler.mode, encoding=handler.encoding, errors=handler.errors
+            )
+            old = handler.setStream(fresh)  # flushes the old stream
+            if old is not None:
+                old.close()
             reopened += 1
         finally:
             handler.release()

@@ -1,8 +1,8 @@
 """`DocumentStore` and `Collection`: the API every engine shares; engines see checked input.
 
 Documents are JSON objects. `insert` copies the document, gives it an `_id` (a 32-hex string)
-unless it has one, and returns the stored copy, id included (SPEC §5 item 32). Everything
-returned is a copy: changing it changes nothing stored.
+unless it has one, and returns the stored copy, id included. Everything returned is a copy:
+changing it changes nothing stored.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`memory://`: documents in this process's memory, for tests and development.
 
-Each `open("memory://")` is a separate, empty store (SPEC §5 item 35: no process-wide
-sharing), and each worker process has its own. Unique indexes are enforced; an update or
+Each `open("memory://")` is a separate, empty store (nothing is shared process-wide), and
+each worker process has its own. Unique indexes are enforced; an update or
 insert that would break one changes nothing.
 """
 

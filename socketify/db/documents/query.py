@@ -8,8 +8,8 @@ Operators: $eq $ne $gt $gte $lt $lte $in $nin $exists; several on one field all 
 The semantics follow MongoDB's for scalars: `None` matches a missing field too; `$ne` and
 `$nin` match documents without the field; `$gt`-style comparisons only match values of the
 same kind (numbers with numbers, strings with strings; booleans are not numbers). An empty
-`$in` matches nothing and an empty `$nin` everything (SPEC §5 item 31). Values sort as
-missing/null < numbers < strings < objects < arrays < booleans, ties in insertion order.
+`$in` matches nothing and an empty `$nin` everything. Values sort as missing/null < numbers <
+strings < objects < arrays < booleans, ties in insertion order.
 The memory engine evaluates this module directly; the SQL engines compile it to SQL and
 are tested to agree.
 """

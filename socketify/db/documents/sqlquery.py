@@ -102,7 +102,9 @@ class SQLDialect:
             return sql if sql is None or c.op == "$eq" else f"NOT {sql}"
         if c.op in ("$in", "$nin"):
             if not c.value:
-                return "1 = 0" if c.op == "$in" else "1 = 1"  # never `IN ()` (SPEC §5.31)
+                # An empty `$in` matches nothing, an empty `$nin` everything; never `IN ()`,
+                # which is a syntax error in SQL.
+                return "1 = 0" if c.op == "$in" else "1 = 1"
             tests = [self._equal(c.path, item, params) for item in c.value]
             if any(test is None for test in tests):
                 return None

@@ -27,8 +27,8 @@ _get_hub: Any = None  # gevent's get_hub, set when the callback is installed
 
 
 class GreenConnection(extensions.connection):
-    """A psycopg2 connection that keeps its gevent watchers, prepared statements and a cursor
-    for the primary-key reads."""
+    """A psycopg2 connection that keeps its gevent watchers and, for the fast path, its
+    prepared statements and a cursor for the primary-key reads."""
 
     __slots__ = ("green_watchers", "key_read_cursor", "prepared_statements")
 
@@ -37,12 +37,12 @@ class GreenConnection(extensions.connection):
         # several addresses, each on a socket of its own, so the descriptor is not final yet.
         # (hub, read watcher, write watcher), made on the first wait once connected.
         self.green_watchers: tuple[Any, Any, Any] | None = None
-        # Names of the statements prepared on this connection (see pg_prepared).
+        # Names of the statements prepared on this connection (see fastpath.pg_prepared).
         self.prepared_statements: set[str] = set()
-        # PERF: the cursor socketify.db.fastload runs its reads on, made once: a psycopg2
-        # cursor costs more to make than the Python side of the read it serves. Its results
-        # are one row, read at once; it is cleared when the connection is closed (a cursor
-        # refers to its connection: the pair is a cycle while both live).
+        # PERF: the cursor the fast path's key reads run on (fastpath.loader), made once: a
+        # psycopg2 cursor costs more to make than the Python side of the read it serves. Its
+        # results are one row, read at once; it is cleared when the connection is closed (a
+        # cursor refers to its connection: the pair is a cycle while both live).
         self.key_read_cursor: Any = None
 
 

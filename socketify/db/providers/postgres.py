@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pony.orm.dbproviders.postgres import PGProvider
@@ -9,7 +10,6 @@ from pony.orm.dbproviders.postgres import PGProvider
 from socketify.db.pool import BoundedPool
 from socketify.db.providers.base import PonyRecipe, Pooled
 from socketify.db.providers.pg_green import GreenConnection, close_watchers, cooperate_with_gevent
-from socketify.db.providers.pg_prepared import PreparedSelect
 
 __all__ = ["SCHEMA", "PostgresRecipe", "Provider"]
 
@@ -39,8 +39,7 @@ class PostgresRecipe(PonyRecipe):
 class Provider(Pooled, PGProvider):
     """Pony's PostgreSQL provider with a bounded pool and, optionally, a schema of its own."""
 
-    session_reads_in_autocommit = True
-    # Connections of this type keep the cursor of the primary-key reads (fastload).
+    # Connections of this type keep a cursor for the fast path's primary-key reads.
     key_read_cursor_type = GreenConnection
 
     def get_pool(self, *args: Any, **kwargs: Any) -> BoundedPool:
@@ -54,28 +53,9 @@ class Provider(Pooled, PGProvider):
         kwargs.setdefault("connection_factory", GreenConnection)
         return super().get_pool(*args, **kwargs)
 
-    def make_recipe(self, pony_pool: Any) -> PonyRecipe:
+    def make_recipe(self, pony_pool: Callable[[], Any]) -> PonyRecipe:
         """PostgreSQL's recipe."""
         return PostgresRecipe(pony_pool)
-
-    def set_transaction_mode(self, connection: Any, cache: Any) -> None:
-        """Pony's, skipped when a read-only session finds the connection already in autocommit.
-
-        PERF: that is every read after the first on a pooled connection; Pony's version would
-        only run its exception-translating decorator to conclude there is nothing to do.
-        """
-        session = cache.db_session
-        if cache.immediate or not connection.autocommit or (session and session.serializable):
-            super().set_transaction_mode(connection, cache)
-
-    def prepare_read(self, connection: Any) -> None:
-        """Autocommit, as Pony's `set_transaction_mode` leaves a session that has not written."""
-        if not connection.autocommit:
-            connection.autocommit = True
-
-    def prepared_select(self, sql: str, shape: Any) -> PreparedSelect | None:
-        """The primary-key loader's statement as a prepared statement, when it can be one."""
-        return PreparedSelect.for_statement(sql, shape)
 
     def adopt_gevent(self) -> None:
         """The process was monkey-patched after connecting: make psycopg2 cooperative now."""

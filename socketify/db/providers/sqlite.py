@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
-from pony.orm import core
 from pony.orm.dbproviders.sqlite import SQLiteProvider
 
 from socketify.db.pool import BoundedPool
@@ -20,7 +20,7 @@ class SQLiteRecipe(PonyRecipe):
     # A sqlite3 connection has neither `closed` nor `open`: `usable` would always say True.
     check_usable = False
 
-    def __init__(self, pony_pool: Any, memory: bool) -> None:
+    def __init__(self, pony_pool: Callable[[], Any], memory: bool) -> None:
         super().__init__(pony_pool)
         self.memory = memory
         self._anchor: Any = None
@@ -42,11 +42,10 @@ class SQLiteRecipe(PonyRecipe):
 class Provider(Pooled, SQLiteProvider):
     """Pony's SQLite provider with a bounded pool."""
 
-    session_reads_in_autocommit = True
-
-    def make_recipe(self, pony_pool: Any) -> PonyRecipe:
+    def make_recipe(self, pony_pool: Callable[[], Any]) -> PonyRecipe:
         """SQLite's recipe; knows whether the database lives in memory."""
-        memory = bool(pony_pool.is_shared_memory_db or pony_pool.filename == ":memory:")
+        settings = pony_pool()  # Pony's pool object, not connected: its settings
+        memory = bool(settings.is_shared_memory_db or settings.filename == ":memory:")
         return SQLiteRecipe(pony_pool, memory)
 
     def get_pool(self, *args: Any, **kwargs: Any) -> BoundedPool:
@@ -56,15 +55,6 @@ class Provider(Pooled, SQLiteProvider):
             # Shared-cache connections lock whole tables against each other; take turns.
             pool.size = 1
         return pool
-
-    def set_transaction_mode(self, connection: Any, cache: Any) -> None:
-        """Pony's, except that a session which has not written yet costs nothing here.
-
-        PERF: such a session reads in autocommit mode, for which Pony's version only opens a
-        cursor it never uses (behind its exception-translating decorator), on every session.
-        """
-        if cache.immediate or core.local.debug:
-            super().set_transaction_mode(connection, cache)
 
     def adopt_gevent(self) -> None:
         """Rebuild Pony's writer locks from the current `threading` (after monkey-patching)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Final
 
-from socketify.protocol.http11.events import END_OF_MESSAGE, NEED_DATA, ParseError, _Sentinel
+from socketify.protocol.http11.events import END_OF_MESSAGE, NEED_DATA, ParseError, Sentinel
 from socketify.protocol.http11.grammar import CHUNK_EXTENSIONS, FIELD_VALUE, TOKEN
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class ChunkedDecoder:
         self._seen = 0
         self._trailer_bytes = 0
 
-    def next_event(self) -> bytes | _Sentinel:
+    def next_event(self) -> bytes | Sentinel:
         """A body piece, NEED_DATA, or END_OF_MESSAGE after the trailers."""
         while True:
             state = self._state
@@ -64,7 +64,7 @@ class ChunkedDecoder:
             else:
                 self._trailer(line)
 
-    def _data(self) -> bytes | _Sentinel:
+    def _data(self) -> bytes | Sentinel:
         buf = self._source.input
         if not buf:
             if self._source.eof:

@@ -28,7 +28,7 @@ from socketify.protocol.http11.events import (
     NEED_DATA,
     ParseError,
     RequestHead,
-    _Sentinel,
+    Sentinel,
 )
 from socketify.protocol.http11.grammar import FIELD_VALUE, TOKEN
 from socketify.protocol.http11.target import split_target, with_host
@@ -148,7 +148,7 @@ class RequestParser:
         else:
             self._eof = True
 
-    def next_event(self) -> RequestHead | bytes | _Sentinel:
+    def next_event(self) -> RequestHead | bytes | Sentinel:
         """Return the next event, or raise ParseError for input we refuse."""
         state = self._state
         if state == _HEAD:
@@ -207,7 +207,7 @@ class RequestParser:
 
     # -- head ---------------------------------------------------------------------------------
 
-    def _next_head(self) -> RequestHead | _Sentinel:
+    def _next_head(self) -> RequestHead | Sentinel:
         buf = self._buf
         if not buf:
             if self._eof:
@@ -284,7 +284,7 @@ class RequestParser:
         self._scan_from = max(0, len(buf) - 2)
         return None
 
-    def _incomplete_head(self) -> _Sentinel:
+    def _incomplete_head(self) -> Sentinel:
         buf = self._buf
         if len(buf) + self._skipped > self.max_header_size:
             raise self._fail(431, "Header section too large")
@@ -301,7 +301,7 @@ class RequestParser:
     def _parse_head(self, raw: bytes) -> RequestHead:
         # PERF: a clean head (CRLF line ends, no control characters) is checked by a cached
         # request-line lookup and one regex over the header lines, and only the framing
-        # headers are picked out; the header list is split lazily (RequestHead.headers).
+        # headers are picked out before the block is split into fields.
         text = raw.decode("latin-1")
         line, _, block = text.partition("\r\n")
         parsed = _LINE_CACHE.get(line)
@@ -351,12 +351,11 @@ class RequestParser:
             path,
             query,
             version,
-            None,
+            _fields(block),
             content_length,
             chunked,
             keep_alive,
             expect_continue,
-            block,
         )
 
     def _framing(self, version: str, block: str) -> _Framing:
@@ -459,7 +458,7 @@ class RequestParser:
 
     # -- bodies -------------------------------------------------------------------------------
 
-    def _next_body_piece(self) -> bytes | _Sentinel:
+    def _next_body_piece(self) -> bytes | Sentinel:
         buf = self._buf
         if not buf:
             if self._eof:
@@ -476,6 +475,14 @@ class RequestParser:
         if not self._remaining:
             self._state = _END
         return piece
+
+
+def _fields(block: str) -> list[tuple[str, str]]:
+    """The (lower-case name, value) pairs of a validated header block, in order."""
+    if not block:
+        return []
+    lines = [line.partition(":") for line in block.split("\r\n")]
+    return [(name.lower(), value.strip(" \t")) for name, _, value in lines]
 
 
 def _tokens(value: str) -> set[str]:

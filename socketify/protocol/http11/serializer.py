@@ -14,6 +14,7 @@ from socketify.protocol.http11.status import reason, status_line
 
 __all__ = [
     "LOWER_HEADER_NAMES",
+    "SERVER_NAME",
     "DateLines",
     "check_header_name",
     "check_header_value",
@@ -23,6 +24,7 @@ __all__ = [
     "serialize_head",
 ]
 
+SERVER_NAME = "socketify"  # the Server header of every answer that does not set its own
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
@@ -49,7 +51,7 @@ class DateLines:
         """Return both lines, CRLF-terminated, for the current second."""
         now = time.time()
         if now >= self.until:  # PERF: one float compare per response, no int() call
-            self.lines = f"Date: {http_date(now)}\r\nServer: socketify\r\n"
+            self.lines = f"Date: {http_date(now)}\r\nServer: {SERVER_NAME}\r\n"
             self.until = int(now) + 1
         return self.lines
 

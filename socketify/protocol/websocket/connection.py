@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from enum import Enum
 from typing import Final
 
-from socketify.protocol.http11.events import _Sentinel
+from socketify.protocol.http11.events import Sentinel
 from socketify.protocol.websocket.deflate import Deflate, DeflateParams
 from socketify.protocol.websocket.events import (
     CLOSED,
@@ -146,7 +146,7 @@ class Connection:
         else:
             self._eof = True
 
-    def next_event(self) -> Event | _Sentinel:
+    def next_event(self) -> Event | Sentinel:
         """The next event, NEED_DATA when more input is needed, CLOSED after the Close event."""
         if self._state is _CLOSED:
             return CLOSED
@@ -167,7 +167,7 @@ class Connection:
 
     def events(self) -> Iterator[Event]:
         """Yield events until more input is needed or the connection is over."""
-        while not isinstance(event := self.next_event(), _Sentinel):
+        while not isinstance(event := self.next_event(), Sentinel):
             yield event
 
     def data_to_send(self) -> bytes:

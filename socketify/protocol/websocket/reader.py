@@ -17,7 +17,7 @@ from __future__ import annotations
 import codecs
 from typing import Final
 
-from socketify.protocol.http11.events import _Sentinel
+from socketify.protocol.http11.events import Sentinel
 from socketify.protocol.websocket.deflate import Deflate, InflateError, MessageTooBig
 from socketify.protocol.websocket.events import (
     NEED_DATA,
@@ -105,7 +105,7 @@ class FrameReader:
         self._first = True  # the frame being read is its message's first (for fragments)
         self._decoder: codecs.IncrementalDecoder | None = None
 
-    def next_event(self) -> Event | _Sentinel:
+    def next_event(self) -> Event | Sentinel:
         """Return the next event or NEED_DATA; raise Failure when the peer broke the rules."""
         buf = self.buf
         if not buf and self._remaining:
@@ -140,7 +140,7 @@ class FrameReader:
 
     # -- headers ----------------------------------------------------------------------------
 
-    def _read_header(self) -> Event | _Sentinel | None:
+    def _read_header(self) -> Event | Sentinel | None:
         """Parse and check a frame header; a control frame comes back as its event."""
         buf = self.buf
         n = len(buf)
@@ -234,7 +234,7 @@ class FrameReader:
 
     # -- payloads ---------------------------------------------------------------------------
 
-    def _read_payload(self) -> Event | _Sentinel | None:
+    def _read_payload(self) -> Event | Sentinel | None:
         """Consume what has arrived of the current data frame; an event when it completes."""
         remaining = self._remaining
         if remaining:

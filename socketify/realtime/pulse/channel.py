@@ -295,7 +295,7 @@ class Channel:
                 return
             if self._proto.state is not State.OPEN and self._close_timer is None:
                 self._close_timer = gevent.spawn_later(CLOSE_TIMEOUT, self._close_timed_out)
-            if conn.parser.buffered:
+            if conn.http.buffered:
                 # Frames sent right behind the upgrade request: the HTTP parser has them.
                 close = self._take(read_some(conn))
                 if close is not None:

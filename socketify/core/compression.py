@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from socketify.middleware.negotiation import add_vary, choose_encoding
+from socketify.core.negotiation import add_vary, choose_encoding
 
 if TYPE_CHECKING:
     from socketify.core.request import Request

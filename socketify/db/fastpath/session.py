@@ -1,25 +1,28 @@
-"""`run_in_db_session(call)`: Pony's `with db_session: call()`, with a cheap end for reads.
+"""The database middleware's `db_session`, entered and ended on the greenlet's Pony state.
 
 Theory of operation. Pony keeps its per-session state on a thread-local object, which under
 gevent is greenlet-local; every attribute read of such an object costs about as much as a dozen
 ordinary ones, and Pony's enter and exit read and write it a dozen times. These functions work
 on the greenlet's own dictionary of that object (`state`, fetched once) and do what Pony's
 default `db_session` does on entering and leaving: `enter_session(state)`, then
-`end_session(state)` when the work returned or `abort_session(state)` when it raised;
-`run_in_db_session(call)` does the three around a call (the database middleware writes the
-entering out itself and calls the other two).
+`end_session(state)` when the work returned or `abort_session(state)` when it raised.
+`open_session` and `close_session` are the database middleware's two hooks built on them,
+`in_db_session` its `(req, res, next)` form (what `transactional` runs), and
+`run_in_db_session(call)` the three steps around a call.
 
-The ending that matters for speed — a session that only read, on one database, outside any
-transaction — is Pony's commit-and-release reduced to what it does there: release the session
-cache (Pony's `SessionCache.close(rollback=False)`, written out) and give the connection back
-to the pool. Every other ending (writes, an open transaction, several databases, an
-exception) runs Pony's own `_commit_or_rollback`, so commits, rollbacks, hooks and error
-translation are Pony's.
+The ending that matters for speed — a session that only read, on one database with the fast
+path on, outside any transaction — is Pony's commit-and-release reduced to what it does
+there: release the session cache (Pony's `SessionCache.close(rollback=False)`, written out)
+and give the connection back to the pool. Every other ending (writes, an open transaction,
+several databases, an exception) is Pony's own `db_session.__exit__`, so commits, rollbacks,
+hooks and error translation are Pony's.
 
-The caller must know no session is open (the middleware checks); a nested session is simply
-the caller calling `call()` directly, as Pony's nesting would.
+A session nested in another (middleware plus decorator, or the application's own `with
+db_session`) is counted in Pony's nesting counter and leaves the ending to the outermost one,
+which maps the error after rolling everything back: answering in the inner one would let the
+outer session commit.
 
-The fast readers (socketify.db.fastload) make a session's cache as Pony's `db._get_cache()`
+The fast readers (`fastpath.loader`) make a session's cache as Pony's `db._get_cache()`
 would, but a `LeanSessionCache`: it makes the containers a read never touches (permission
 caches, collection statistics, ...) on first use instead of up front, and its fields that start
 as constants start as class attributes; Pony reaches them all by attribute, so it cannot tell
@@ -28,19 +31,25 @@ the difference.
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pony.orm import core
 
+from socketify.db import green
+from socketify.db.errors import answer_for, send_answer
 from socketify.db.pool import BoundedPool
 
 __all__ = [
     "LeanSessionCache",
     "abort_session",
+    "close_session",
     "end_session",
     "enter_session",
+    "in_db_session",
+    "open_session",
     "run_in_db_session",
 ]
 
@@ -51,6 +60,76 @@ _num_counter = core.num_counter  # numbers Pony's session caches in creation ord
 
 # An entity class attribute: whether its objects have collection attributes (see `_detach`).
 _HAS_COLLECTIONS = "_socketify_has_collections_"
+
+
+def open_session(req: Any, res: Any) -> bool:
+    """The hooked middleware's `before`: open the session, or count one more nesting level."""
+    if green.adopted_local is not threading.local:
+        green.adopt_gevent()  # gevent patched after Pony was imported: make its state local
+    state = core.local.__dict__
+    if state["db_session"] is None:
+        if state["db_context_counter"]:
+            raise RuntimeError("a db_session is being entered or left in this greenlet")
+        state["db_session"] = _db_session  # `enter_session`, written out
+        state["db_context_counter"] = 1
+    else:
+        # Nested in another session: Pony's own nesting count, which `close_session` lowers.
+        state["db_context_counter"] += 1
+    return True
+
+
+def close_session(req: Any, res: Any, error: BaseException | None) -> bool:
+    """The hooked middleware's `after`: end the session (commit, or roll back after `error`);
+    True when it answered `error`, or a failed commit, as HTTP."""
+    state = core.local.__dict__
+    level = state["db_context_counter"] - 1
+    if level:
+        state["db_context_counter"] = level
+        return False  # nested: the outermost session ends it and maps the error
+    try:
+        if error is None:
+            end_session(state)
+            return False
+        abort_session(state, error)
+    except Exception as exc:  # the commit failed: its error is answered, or raised
+        answer = answer_for(exc)
+        if answer is None:
+            raise
+        send_answer(res, answer, exc)
+        return True
+    answer = answer_for(error) if isinstance(error, Exception) else None
+    if answer is None:
+        return False  # the chain raises the error on
+    send_answer(res, answer, error)
+    return True
+
+
+def in_db_session(req: Any, res: Any, next: Callable[[], Any]) -> Any:
+    """Run `next()` in a `db_session` and return its result; answer `res` when it fails with
+    a mapped database error (the middleware, in its `(req, res, next)` form)."""
+    if green.adopted_local is not threading.local:
+        green.adopt_gevent()
+    state = core.local.__dict__
+    if state["db_session"] is not None:
+        return next()  # nested: the outermost session ends it and maps the error
+    if state["db_context_counter"]:
+        raise RuntimeError("a db_session is being entered or left in this greenlet")
+    state["db_session"] = _db_session  # `enter_session`, written out
+    state["db_context_counter"] = 1
+    try:
+        try:
+            result = next()
+        except BaseException as exc:
+            abort_session(state, exc)
+            raise
+        end_session(state)
+        return result
+    except Exception as exc:
+        answer = answer_for(exc)
+        if answer is None:
+            raise
+        send_answer(res, answer, exc)
+        return None
 
 
 def run_in_db_session(call: Callable[[], T], state: dict[str, Any] | None = None) -> T:
@@ -80,20 +159,18 @@ def enter_session(state: dict[str, Any]) -> None:
 
 def abort_session(state: dict[str, Any], error: BaseException) -> None:
     """End the session after its work raised `error`: Pony's rollback."""
-    state["db_context_counter"] = 0
-    # Pony's rollback; clears the session
-    _db_session._commit_or_rollback(type(error), error, error.__traceback__)
+    _db_session.__exit__(type(error), error, error.__traceback__)
 
 
 def end_session(state: dict[str, Any]) -> None:
     """End the session after its work returned: commit, or only release after reads."""
-    state["db_context_counter"] = 0
     caches = state["db2cache"]
     if not caches:
+        state["db_context_counter"] = 0
         _forget_session(state)
         return
     if len(caches) > 1:
-        _db_session._commit_or_rollback(None, None, None)  # Pony's commit and release
+        _db_session.__exit__(None, None, None)  # Pony's commit and release
         return
     (cache,) = caches.values()
     if (
@@ -101,9 +178,11 @@ def end_session(state: dict[str, Any]) -> None:
         or cache.in_transaction
         or cache.objects_to_save
         or cache.db_session is not _db_session
+        or not getattr(cache.database, "fast_path", False)
     ):
-        _db_session._commit_or_rollback(None, None, None)
+        _db_session.__exit__(None, None, None)
         return
+    state["db_context_counter"] = 0
     # What Pony's commit() then release leave to do here: no flush or COMMIT is due, so only
     # the release (the commit's clearing of the cache is discarded with it), which is Pony's
     # `cache.close(rollback=False)` for a cache of our non-strict, non-DDL session, written out

@@ -3,9 +3,10 @@
 Theory of operation. Pony answers `User[1]` generically: it validates the key, probes the
 session's identity map, builds (or finds in its cache) the SELECT, runs it through its
 connection handling, then parses the row attribute by attribute, creates the object in the
-identity map and stores the values, about 240 Python calls in all. `socketify.db.Database`
-gives its entities the metaclass `FastEntityMeta`, whose `__getitem__` hands a single-value key
-to a `PkLoader` compiled for the entity the first time it is used after `generate_mapping`.
+identity map and stores the values, about 240 Python calls in all. A database with the fast
+path on gives its entities the metaclass `FastEntityMeta` (`entity_base`), whose `__getitem__`
+hands a single-value key to a `PkLoader` compiled for the entity the first time it is used
+after `generate_mapping`.
 
 The loader does the same steps with what it worked out once: the SQL (taken from Pony's own
 cache, so the statement is the one Pony would send), which row offset feeds which attribute,
@@ -26,9 +27,10 @@ is not the common case. Pony handles the call itself when:
 
 A missing row raises `ObjectNotFound`, as Pony does.
 
-This leans on Pony 0.7's internals (the session cache's fields, the object's slots, the SQL
-cache); tests/db/test_db_fastload.py compares what it builds with what Pony's own path builds,
-field by field, so a Pony release that changes them fails there rather than in production.
+This leans on Pony's internals (the session cache's fields, the object's slots, the SQL cache,
+the per-greenlet session state); tests/db/test_db_fastload.py compares what it builds with
+what Pony's own path builds, field by field, for the releases in `VERIFIED_PONY`, and on any
+other release the switch (socketify.db.fastpath) leaves it off.
 """
 
 from __future__ import annotations
@@ -37,21 +39,18 @@ from time import time
 from typing import Any
 
 from pony.orm import core
-from pony.orm.core import (
-    EntityMeta,
-    MultipleObjectsFoundError,
-    ObjectNotFound,
-)
+from pony.orm.core import EntityMeta, MultipleObjectsFoundError, ObjectNotFound
 from pony.utils import throw
 
-from socketify.db.converters import overrides, sql2py_of
-from socketify.db.providers.base import Pooled, raise_translated
-from socketify.db.querystats import count_query
-from socketify.db.session import LeanSessionCache
+from socketify.db.fastpath.converters import overrides, sql2py_of
+from socketify.db.fastpath.providers import FastPooled, raise_translated
+from socketify.db.fastpath.querystats import count_query
+from socketify.db.fastpath.session import LeanSessionCache
 
 __all__ = [
     "FastEntityMeta",
     "PkLoader",
+    "entity_base",
     "ineligibility",
     "loader_for",
     "plain_execute",
@@ -78,6 +77,13 @@ class FastEntityMeta(EntityMeta):
 # Pony recognises entity classes by their metaclass's name in places (its query translator
 # and type normaliser compare `type(entity).__name__` with "EntityMeta").
 FastEntityMeta.__name__ = FastEntityMeta.__qualname__ = "EntityMeta"
+
+
+def entity_base(db: Any) -> Any:
+    """Pony's `db.Entity` base on `FastEntityMeta`: the entities declared on it inherit it."""
+    entity = type.__new__(FastEntityMeta, "Entity", (core.Entity,), {})
+    entity._database_ = db  # what Pony's Database.__init__ sets on its own base
+    return entity
 
 
 def loader_for(entity: Any) -> PkLoader | None:
@@ -145,11 +151,11 @@ class PkLoader:
         self.reads_in_autocommit = getattr(provider, "session_reads_in_autocommit", False)
         # PostgreSQL: connections of this type keep a cursor for these reads (pg_green).
         self.key_read_cursor_type = getattr(provider, "key_read_cursor_type", None)
-        # Our providers' `prepare_read`, unless it is the base one that does nothing.
+        # The fast providers' `prepare_read`, unless it is the base one that does nothing.
         prepare_read = getattr(type(provider), "prepare_read", None)
         self.prepare_read = (
             None
-            if prepare_read is None or prepare_read is Pooled.prepare_read
+            if prepare_read is None or prepare_read is FastPooled.prepare_read
             else provider.prepare_read
         )
         self.sql, self.adapter, attr_offsets = cls._construct_sql_(
@@ -242,7 +248,7 @@ class PkLoader:
                 or state["prefetch_context_stack"]
             ):
                 return None  # Pony's errors (no db_session, not bound), REPL mode, or its path
-            # Pony's `db._get_cache()`, with our lean cache (socketify.db.session). PERF: a new
+            # Pony's `db._get_cache()`, with our lean cache (fastpath.session). PERF: a new
             # cache has no changes, no identity map entry and no connection to check.
             cache = caches[db] = LeanSessionCache(db, state["db_session"])
             connection = self._connect(db, cache)

@@ -2,7 +2,7 @@
 
 Pony converts every value it reads with its attribute's converter (`sql2py`, then
 `dbval2val`), most of which are Pony's identity methods; the compiled readers
-(`socketify.db.fastload`, `socketify.db.rows`) call only the steps that do something.
+(`fastpath.loader`, `fastpath.rows`) call only the steps that do something.
 """
 
 from __future__ import annotations

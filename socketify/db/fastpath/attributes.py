@@ -3,11 +3,11 @@
 Theory of operation. Reading an attribute of a Pony entity runs two Python methods of the
 attribute descriptor (`Attribute.__get__`, then `Attribute.get`), about 15 lines for what is,
 in the common case, a dictionary lookup plus the optimistic check's read bit. After
-`generate_mapping`, `socketify.db.Database` gives each plain column attribute (`Required`,
-`Optional`, `PrimaryKey`; not relations, collections or the discriminator) a subclass of its
-own class whose `__get__` does that common case in one call and hands every other case to
-Pony's `__get__`: an object whose session is over, one deleted or cancelled, a value not
-loaded yet (a lazy attribute). The subclass keeps the class name, adds no slot and changes
+`generate_mapping`, a database with the fast path on gives each plain column attribute
+(`Required`, `Optional`, `PrimaryKey`; not relations, collections or the discriminator) a
+subclass of its own class whose `__get__` does that common case in one call and hands every
+other case to Pony's `__get__`: an object whose session is over, one deleted or cancelled, a
+value not loaded yet (a lazy attribute). The subclass keeps the class name, adds no slot and changes
 nothing else, so `isinstance`, error messages and Pony's internals see the same attribute.
 
 What the fast read does is exactly Pony's for a loaded value: return `obj._vals_[attr]`, and,

@@ -1,8 +1,8 @@
 """`count_query`: Pony's per-thread query statistics, kept for a statement run outside Pony.
 
 Pony records every statement it runs in `db.last_sql` and in `db.local_stats` (a `QueryStat`
-per SQL text, plus a total under `None`); the compiled primary-key read
-(`socketify.db.fastload`) runs its statement itself and records it the same way here.
+per SQL text, plus a total under `None`); the compiled primary-key read (`fastpath.loader`)
+runs its statement itself and records it the same way here.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ def count_query(db: Any, sql: str, started: float) -> None:
     """Pony's `_update_local_stat`: `db.last_sql` and the per-thread query statistics (each
     `QueryStat.query_executed` inlined for a statement seen before)."""
     duration = time() - started
-    local = db._dblocal.__dict__
+    # Pony's `Database._dblocal`: the per-greenlet `DbLocal` holding `last_sql` and `stats`,
+    # which `db.last_sql` and `db.local_stats` read.
+    local = db._dblocal.__dict__  # noqa: SLF001
     local["last_sql"] = sql
     stats = local["stats"]
     stat = stats.get(sql)

@@ -1,0 +1,296 @@
+"""One HTTP/1.1 server connection, sans-IO: request bytes in, events out; a response in, bytes out.
+
+Theory of operation. `ServerConnection` owns the connection's parser and the state of the
+request being answered. The owner (a socket greenlet, or `TestClient`) feeds it what it received
+and pulls events:
+
+    conn.receive_data(sock.recv(65536))       # b"" means the peer closed
+    while (event := conn.next_event()) is not NEED_DATA:
+        ...                                     # RequestHead, body bytes, END_OF_MESSAGE, CLOSED
+
+A request is one `RequestHead`, its body pieces, then `END_OF_MESSAGE`; input we refuse raises
+`ParseError(status, detail)` and the owner answers `conn.refuse(...)` and closes. Pipelined
+requests wait in the parser's buffer: the next head comes only after the owner has finished
+answering the current one (`end_response`), so requests are answered in order.
+
+To answer, the owner asks for the bytes to write: `continue_response(head)` (the interim `100
+Continue`, once, only when the client asked for it), then either `respond(head, status, fields,
+body)` for an answer whose body is in hand, or `start_response(head, status, fields, ...)` (the
+head, with the framing this connection decides: Content-Length, chunked, or a close that ends the
+body), `send_data(chunk)` and `end_response()` for one produced as it goes. The connection decides
+keep-alive: the request's wish, the response's own `Connection: close`, a body that only a close can
+end, and the owner's reasons (a stopping server, an unread body) all count; `keep_alive` tells the
+owner, after `end_response`, whether to read another request or close.
+
+Framing rules: 1xx, 204 and 304 answers have no body and no Content-Length; a HEAD answer has
+the GET answer's headers and no body; an answer of unknown length is chunked on HTTP/1.1 and
+ends with the close on HTTP/1.0; Date and Server are added unless the response has its own;
+Content-Length and Transfer-Encoding are the connection's alone.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from time import time as _time
+
+from socketify.protocol.http11.events import RequestHead, Sentinel
+from socketify.protocol.http11.parser import RequestParser
+from socketify.protocol.http11.serializer import (
+    SERVER_NAME,
+    DateLines,
+    encode_chunk,
+    error_response,
+    http_date,
+)
+from socketify.protocol.http11.status import NO_BODY_STATUSES, STATUS_LINES, status_line
+
+__all__ = ["CONTINUE", "Framing", "LocalProtocolError", "ServerConnection"]
+
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_FRAMING_FIELDS = frozenset({"content-length", "transfer-encoding"})
+_DATE = DateLines()
+
+
+class LocalProtocolError(Exception):
+    """The owner asked for something HTTP/1.1 does not allow here (our bug, not the client's)."""
+
+
+class Framing(enum.Enum):
+    """How the body of the response being sent is delimited."""
+
+    NONE = "none"  # no body on the wire: HEAD, 1xx, 204, 304, or an upgrade
+    LENGTH = "length"  # Content-Length
+    CHUNKED = "chunked"  # Transfer-Encoding: chunked
+    CLOSE = "close"  # the body ends when the connection closes (HTTP/1.0, unknown length)
+
+
+class ServerConnection:
+    """The HTTP/1.1 state of one server connection: what was received, what may be sent."""
+
+    __slots__ = ("_continued", "_framing", "_parser", "keep_alive", "next_event", "receive_data")
+
+    def __init__(
+        self,
+        max_header_size: int = 16384,
+        max_target_size: int = 8192,
+        max_body_size: int = 16 * 1024 * 1024,
+    ) -> None:
+        parser = self._parser = RequestParser(max_header_size, max_target_size, max_body_size)
+        # The parser's own methods, called on every request: no layer in between.
+        self.receive_data: Callable[[bytes], None] = parser.feed
+        """Add received bytes; `b""` means the peer will send nothing more."""
+        self.next_event: Callable[[], RequestHead | bytes | Sentinel] = parser.next_event
+        """The next event: a `RequestHead`, body bytes, `END_OF_MESSAGE`, `NEED_DATA`, `CLOSED`.
+
+        Raises `ParseError` for input we refuse. The owner asks for the next head only once
+        it has answered the current request, so pipelined requests are answered in order.
+        """
+        self.keep_alive = True  # after end_response: whether another request may be read
+        self._continued = False  # the 100 Continue for the current request went out
+        self._framing: Framing | None = None  # set by start_response
+
+    # -- receiving ----------------------------------------------------------------------------
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet turned into events."""
+        return self._parser.buffered
+
+    def take_buffered(self) -> bytes:
+        """Hand over the unparsed bytes (after an upgrade they belong to the new protocol)."""
+        buffer = self._parser.input
+        data = bytes(buffer)
+        buffer.clear()
+        return data
+
+    # -- sending ------------------------------------------------------------------------------
+
+    def continue_response(self, head: RequestHead) -> bytes:
+        """The `100 Continue` for a request that expects one, once; otherwise b""."""
+        if not head.expect_continue or self._continued or self._framing is not None:
+            return b""
+        self._continued = True
+        return CONTINUE
+
+    @property
+    def continued(self) -> bool:
+        """Whether the request being answered was told `100 Continue`."""
+        return self._continued
+
+    def start_response(
+        self,
+        head: RequestHead,
+        status: int,
+        fields: tuple[tuple[str, str], ...],
+        *,
+        length: int | None = 0,
+        upgrade: bool = False,
+        keep_alive: bool = True,
+    ) -> bytes:
+        """The head of the answer to the request `head`.
+
+        `fields` are checked header fields in order (`check_header_name`/`check_header_value`):
+        a Date or Server among them replaces ours; a Connection with `close` ends keep-alive,
+        and an upgrade's Connection (`Upgrade`) is sent as given. `length` is the body's
+        size, or None when unknown (a stream). `upgrade` sends the head of a protocol
+        switch: no framing, the socket changes hands. `keep_alive=False` closes after this
+        answer whatever else would allow.
+        """
+        if self._framing is not None:
+            raise LocalProtocolError("the previous answer was not ended")
+        data, self._framing, self.keep_alive = _answer_head(
+            head, status, fields, length, upgrade, keep_alive
+        )
+        return data
+
+    def respond(
+        self,
+        head: RequestHead,
+        status: int,
+        fields: tuple[tuple[str, str], ...],
+        body: bytes,
+        keep_alive: bool = True,
+    ) -> bytes:
+        """A whole answer whose body is in hand: the head, then the body unless it has none
+        on the wire (HEAD, 1xx, 204, 304); `start_response` with `end_response` in one."""
+        if self._framing is not None:
+            raise LocalProtocolError("the previous answer was not ended")
+        data, framing, self.keep_alive = _answer_head(
+            head, status, fields, len(body), False, keep_alive
+        )
+        self._continued = False
+        return data + body if framing is Framing.LENGTH else data
+
+    @property
+    def sends_body(self) -> bool:
+        """Whether the answer started has body bytes on the wire (not HEAD, 204, 304...)."""
+        return self._framing is not None and self._framing is not Framing.NONE
+
+    def send_data(self, data: bytes) -> bytes:
+        """The wire bytes for a piece of the body (chunk-encoded when chunked; b"" when none)."""
+        framing = self._framing
+        if framing is None:
+            raise LocalProtocolError("start_response first")
+        if framing is Framing.CHUNKED:
+            return encode_chunk(data)
+        return data if framing is not Framing.NONE else b""
+
+    def end_response(self) -> bytes:
+        """The bytes that end the answer (the last chunk), and the request's end for us."""
+        framing = self._framing
+        if framing is None:
+            raise LocalProtocolError("start_response first")
+        self._framing = None
+        self._continued = False
+        if framing is Framing.CLOSE:
+            self.keep_alive = False
+        return b"0\r\n\r\n" if framing is Framing.CHUNKED else b""
+
+    def refuse(self, status: int, detail: str = "") -> bytes:
+        """A complete `Connection: close` answer for input we refused; nothing follows it."""
+        self.keep_alive = False
+        self._framing = None
+        return error_response(status, detail)
+
+
+def _answer_head(
+    head: RequestHead,
+    status: int,
+    fields: tuple[tuple[str, str], ...],
+    length: int | None,
+    upgrade: bool,
+    keep_alive: bool,
+) -> tuple[bytes, Framing, bool]:
+    """(head bytes, body framing, keep-alive) of an answer to `head`; see `start_response`.
+
+    PERF: most answers repeat (a health check, a polled API, a pipelining client), and their
+    head is the same bytes for the whole second its Date names: remembered, it costs a dict
+    lookup instead of the assembly in `_head` (a quarter of the work of answering a /ping).
+    """
+    keep_alive = keep_alive and head.keep_alive and not upgrade
+    key = (status, fields, length, upgrade, keep_alive, head.method, head.version)
+    heads = _HEADS
+    if _time() >= heads.until:
+        heads.start_second()
+    known = heads.get(key)
+    if known is None:
+        known = _head(status, fields, length, upgrade, keep_alive, head)
+        heads.keep(key, known)
+    return known
+
+
+def _head(
+    status: int,
+    fields: tuple[tuple[str, str], ...],
+    length: int | None,
+    upgrade: bool,
+    keep_alive: bool,
+    head: RequestHead,
+) -> tuple[bytes, Framing, bool]:
+    """(head bytes, body framing, keep-alive) of an answer; see `start_response`."""
+    own_date = own_server = False
+    connection: str | None = None
+    extra = ""
+    for name, value in fields:
+        lower = name.lower()
+        if lower in _FRAMING_FIELDS:
+            raise LocalProtocolError(f"{name} is the connection's to send")
+        if lower == "connection":
+            connection = value
+            if "close" in (token.strip().lower() for token in value.split(",")):
+                keep_alive = False
+            continue
+        if lower == "date":
+            own_date = True
+        elif lower == "server":
+            own_server = True
+        extra += f"{name}: {value}\r\n"
+    lines = STATUS_LINES.get(status) or status_line(status)
+    if not (own_date or own_server):
+        lines += _DATE.get()
+    elif not own_date:
+        lines += f"Date: {http_date()}\r\n"
+    elif not own_server:
+        lines += f"Server: {SERVER_NAME}\r\n"
+    lines += extra
+    if upgrade:
+        framing = Framing.NONE
+    elif status in NO_BODY_STATUSES:
+        framing = Framing.NONE  # no content, so no Content-Length either
+    elif length is not None:
+        framing = Framing.LENGTH
+        lines += f"Content-Length: {length}\r\n"
+    elif head.version == "HTTP/1.0":
+        framing = Framing.CLOSE
+        keep_alive = False
+    else:
+        framing = Framing.CHUNKED
+        lines += "Transfer-Encoding: chunked\r\n"
+    if head.method == "HEAD" and framing is not Framing.NONE:
+        framing = Framing.NONE  # the GET answer's headers, no body
+    if connection is None or not upgrade:
+        connection = "keep-alive" if keep_alive else "close"
+    data = f"{lines}Connection: {connection}\r\n\r\n".encode("latin-1")
+    return data, framing, keep_alive
+
+
+class _HeadCache(dict[tuple[object, ...], tuple[bytes, Framing, bool]]):
+    """Heads made during the current Date second, by what made them; bounded."""
+
+    until = 0.0  # when this second's heads go stale
+
+    def start_second(self) -> None:
+        """Forget the last second's heads (their Date line is out of date)."""
+        self.clear()
+        self.until = float(int(_time()) + 1)
+
+    def keep(self, key: tuple[object, ...], made: tuple[bytes, Framing, bool]) -> None:
+        """Remember a head; a full cache starts over (a client sending unique answers)."""
+        if len(self) >= _HEADS_KEPT:
+            self.clear()
+        self[key] = made
+
+
+_HEADS_KEPT = 256
+_HEADS = _HeadCache()

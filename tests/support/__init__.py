@@ -1,0 +1,1 @@
+"""Helpers shared by the test folders: import them as `tests.support.<module>`."""
