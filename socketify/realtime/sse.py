@@ -1,4 +1,4 @@
-"""Server-Sent Events (SPEC §1.12, DESIGN §4): `stream = sse.upgrade(req, res)` and `sse.Hub`.
+"""Server-Sent Events: `stream = sse.upgrade(req, res)`, and `sse.Hub` rooms across workers.
 
 Theory of operation. `upgrade` answers 200 `text/event-stream` with `Connection: close` (the
 body ends when the connection does, so no chunking and HTTP/1.0 works too) and hands the
@@ -16,8 +16,9 @@ that fell behind wants anyway; a dropped event in the middle of a live stream wo
 be lost without anyone knowing.
 
 `Hub` rooms span workers: a broadcast encodes the event once and publishes the bytes once on
-the cross-worker bus; each worker writes them to its own members of the room. `room_size`
-counts every worker's members through the hub's `RoomCensus` (`socketify.realtime.pulse.census`).
+the cross-worker bus; each worker writes them to its own members of the room, each write
+bounded like any other. The rooms are `socketify.realtime.rooms.Rooms`, shared with Pulse;
+this module only says how an event stream is written to and heard closing.
 """
 
 from __future__ import annotations
@@ -27,13 +28,11 @@ import logging
 import os
 import re
 from collections.abc import Callable
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import gevent
 
-from socketify.realtime.pulse import bus_parts
-from socketify.realtime.pulse.census import RoomCensus
+from socketify.realtime.rooms import Rooms, Sender
 from socketify.server.upgraded import (
     DROPPED,
     MAX_BACKPRESSURE,
@@ -44,7 +43,6 @@ from socketify.server.upgraded import (
     read_some,
     shutdown,
 )
-from socketify.state.shared_bus import default_bus
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
@@ -210,8 +208,12 @@ class EventStream:
 
     # -- the connection's side ----------------------------------------------------------------
 
-    def _run(self, conn: Connection) -> None:
-        """`res.upgrade`: runs in the connection greenlet until the stream ends."""
+    def serve(self, conn: Connection) -> None:
+        """Own `conn` until the stream ends: the connection layer calls it (`res.upgrade`).
+
+        Runs in the connection greenlet once the head is out: writes what was sent in the
+        handler, then reads (and discards) until the client goes away or `close` shuts down.
+        """
         out = self._out
         self._reader = conn
         if not out.attach(conn):
@@ -223,7 +225,7 @@ class EventStream:
                 out.wait_flushed(_FLUSH_ON_CLOSE)
                 return
             while read_some(conn):
-                pass  # SPEC §1.12: client bytes on an SSE socket are discarded
+                pass  # what a client sends on an event stream means nothing: discarded
         finally:
             if beat is not None:
                 beat.kill(block=False)
@@ -277,7 +279,7 @@ def upgrade(
         stream.alive = False
         res.upgrade = _headers_only
     else:
-        res.upgrade = stream._run
+        res.upgrade = stream.serve
     return stream
 
 
@@ -285,70 +287,19 @@ def _headers_only(conn: Connection) -> None:
     """The upgrade of a HEAD request: the head is written; close at once."""
 
 
-class Hub:
-    """SSE rooms whose broadcasts reach the members on every worker (through the bus)."""
+class Hub(Rooms[EventStream]):
+    """Rooms of event streams; broadcasts reach the members on every worker through the bus."""
 
     def __init__(self, name: str = "sse", bus: Any = None) -> None:
-        self.name = name
-        self._bus = bus
-        self._rooms: dict[str, dict[str, EventStream]] = {}
-        self._subscriptions: dict[str, Any] = {}
-        self.census = RoomCensus(f"{name}#census", self.bus)
-        self._parts = bus_parts.PartJoiner()  # events too big for one bus message
-        from workers.shared.bus import bus as worker_bus
+        super().__init__(name, bus)
 
-        if worker_bus() is not None:
-            self.census.start()  # hear the other workers' counts before the first room_size
+    def sender_for(self, member: EventStream) -> Sender:
+        """`member.write`: event bytes written as they are, bounded by its `max_backpressure`."""
+        return member.write
 
-    def _channel(self, room: str) -> str:
-        return f"{self.name}:{room}"
-
-    def bus(self) -> Any:
-        """The bus this hub publishes on (the process's default bus unless given one)."""
-        # The default bus is resolved per process: a hub built before a fork (`--preload`)
-        # must not keep publishing on its parent's bus.
-        return self._bus if self._bus is not None else default_bus()
-
-    def join(self, room: str, stream: EventStream) -> bool:
-        """Add `stream` to `room`; False if it is dead or already a member."""
-        if not stream.alive:
-            return False
-        members = self._rooms.get(room)
-        if members is None:
-            members = self._rooms[room] = {}
-            self._subscriptions[room] = self.bus().subscribe(
-                self._channel(room), partial(self._deliver, room)
-            )
-        if stream.id in members:
-            return False
-        members[stream.id] = stream
-        stream.on_close(lambda s: self.leave(room, s))
-        self.census.update(room, len(members))
-        return True
-
-    def leave(self, room: str, stream: EventStream) -> None:
-        """Remove `stream` from `room`; the worker unsubscribes when its last member leaves."""
-        members = self._rooms.get(room)
-        if members is None or members.pop(stream.id, None) is None:
-            return
-        self.census.update(room, len(members))
-        if not members:
-            del self._rooms[room]
-            handle = self._subscriptions.pop(room, None)
-            if handle is not None:
-                handle.cancel()
-
-    def room_size(self, room: str) -> int:
-        """Members of `room` on every worker (and host); `local_size` for this worker only."""
-        return self.census.total(room)
-
-    def local_size(self, room: str) -> int:
-        """Members of `room` connected to this worker."""
-        return len(self._rooms.get(room, ()))
-
-    def members(self, room: str) -> list[EventStream]:
-        """A snapshot of this worker's members of `room`."""
-        return list(self._rooms.get(room, {}).values())
+    def watch_close(self, member: EventStream, gone: Callable[[EventStream], object]) -> None:
+        """Call `gone(member)` from the stream's `on_close`."""
+        member.on_close(gone)
 
     def broadcast(
         self,
@@ -357,15 +308,5 @@ class Hub:
         event: str | None = None,
         id: str | int | None = None,
     ) -> None:
-        """Send one event to every member of `room` on every worker."""
-        # An encoded event starts with a field name, never with the byte that marks a part.
-        bus_parts.publish(self.bus(), self._channel(room), encode_event(data, event, id))
-
-    def _deliver(self, room: str, payload: bytes) -> None:
-        if payload[0] == bus_parts.PART_MARK:
-            whole = self._parts.add(payload)
-            if whole is None:
-                return
-            payload = whole
-        for stream in list(self._rooms.get(room, {}).values()):
-            stream.write(payload)  # a dead member leaves through its on_close callback
+        """Send one event, encoded once, to every member of `room` on every worker."""
+        self.publish(room, encode_event(data, event, id))

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 
 from socketify.protocol.websocket import Opcode, frame_bytes
-from socketify.realtime import pulse, sse
-from socketify.realtime.pulse import bus_parts
+from socketify.realtime import bus_parts, pulse, sse
 from workers.shared.bus import LocalBus
 
 

@@ -12,7 +12,7 @@ import gevent
 
 from socketify.protocol.websocket import Opcode, frame_bytes
 from socketify.realtime import pulse, sse
-from socketify.realtime.pulse.census import RoomCensus
+from socketify.realtime.census import RoomCensus
 from workers.shared.bus import LocalBus
 
 

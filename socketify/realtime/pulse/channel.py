@@ -1,4 +1,4 @@
-"""`Channel`: one WebSocket connection after `pulse.upgrade` (SPEC §1.13, DESIGN §4, §4b).
+"""`Channel`: one WebSocket connection after `pulse.upgrade`.
 
 Theory of operation. The sans-IO `protocol.websocket.Connection` decides every byte; this
 module only moves them. The reading side reads, feeds the protocol, runs the callbacks for
@@ -280,8 +280,12 @@ class Channel:
 
     # -- the connection's side ----------------------------------------------------------------
 
-    def _run(self, conn: Connection) -> None:
-        """`res.upgrade`: runs in the connection greenlet until the channel ends."""
+    def serve(self, conn: Connection) -> None:
+        """Own `conn` until the channel ends: the connection layer calls it (`res.upgrade`).
+
+        Runs in the connection greenlet once the 101 is out: writes the frames sent in the
+        handler, reads (or lets the worker's `Readers` read) and runs the ending.
+        """
         out = self._out
         out.on_drain = self._drained
         self._reader = conn

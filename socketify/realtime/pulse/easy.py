@@ -1,4 +1,4 @@
-"""`pulse.easy`: JSON events over Pulse, `{"type": ..., "data": ...}` (SPEC §1.14).
+"""`pulse.easy`: JSON events over Pulse, `{"type": ..., "data": ...}`.
 
     app = easy.App()
 
@@ -37,7 +37,7 @@ import orjson
 from socketify.core.callables import require_blocking
 from socketify.core.chain import hooked
 from socketify.core.routing import Router
-from socketify.realtime.pulse import upgrade
+from socketify.realtime.pulse.accept import upgrade
 from socketify.realtime.pulse.channel import Channel
 from socketify.realtime.pulse.hub import Hub
 from socketify.server.upgraded import SendStatus
@@ -77,7 +77,7 @@ def parse_envelope(raw: str | bytes) -> tuple[str, Any] | None:
 
 
 class Connection:
-    """One pulse.easy client: its channel, its rooms and its event handlers."""
+    """One pulse.easy client: its channel, its rooms and its event handlers (`App.adopt`)."""
 
     __slots__ = (
         "_close",
@@ -99,6 +99,9 @@ class Connection:
         self._events: dict[str, EventHandler] = {}
         self._raw: RawHandler | None = None
         self._close: list[CloseHandler] = []
+        # The channel's text messages and its end are this connection's from now on.
+        channel.on_text(self._dispatch)
+        channel.on_close(self._closed)
 
     @property
     def id(self) -> str:
@@ -157,6 +160,11 @@ class Connection:
         require_blocking(fn, "the pulse.easy on_close callback")
         self._close.append(fn)
         return fn
+
+    def clear_handlers(self) -> None:
+        """Drop the event and raw handlers: what `App.release` does to a connection it forgets."""
+        self._events.clear()
+        self._raw = None
 
     def _dispatch(self, channel: Channel, text: str) -> None:
         parsed = parse_envelope(text)
@@ -235,8 +243,6 @@ class App:
         conn = self._live.get(channel.id)
         if conn is None:
             conn = self._live[channel.id] = Connection(self, channel)
-            channel.on_text(conn._dispatch)
-            channel.on_close(conn._closed)
         return conn
 
     def release(self, channel: Channel) -> None:
@@ -245,8 +251,7 @@ class App:
         if conn is None:
             return
         self.hub.leave_all(channel)
-        conn._events.clear()
-        conn._raw = None
+        conn.clear_handlers()
 
     def connection(self, channel: Channel) -> Connection | None:
         """The live connection of `channel`, or None (never adopted, or released)."""

@@ -1,4 +1,4 @@
-"""`pulse.media`: voice, video and image frames in the `PM` binary format (SPEC §1.15).
+"""`pulse.media`: voice, video and image frames in the `PM` binary format.
 
 Wire format of one binary WebSocket message, integers big-endian:
 

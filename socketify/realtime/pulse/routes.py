@@ -1,7 +1,7 @@
 """The uWebSockets-style shorthand behind `server.ws(path, open=, message=, close=, ...)`.
 
-The callbacks get the `Channel` itself (DESIGN §4b): `open(ws)`, `message(ws, data,
-is_binary)`, `drain(ws)`, `close(ws, code, reason)`. Sends return a `SendStatus`.
+The callbacks get the `Channel` itself: `open(ws)`, `message(ws, data, is_binary)`,
+`drain(ws)`, `close(ws, code, reason)`. Sends return a `SendStatus`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from socketify.core.callables import require_blocking
-from socketify.realtime.pulse import upgrade
+from socketify.realtime.pulse.accept import upgrade
 from socketify.realtime.pulse.channel import Channel
 from socketify.server.upgraded import MAX_BACKPRESSURE, check_max_backpressure
 

@@ -1,10 +1,10 @@
 """`RoomCensus`: how many members each room has on every worker and host, kept over the bus.
 
-Theory of operation. A hub knows its own worker's members; `room_size` must count everyone's.
-Each process's census publishes on one bus channel (`<hub name>#census`) what changed here,
-as the new absolute count of the room, and listens to the other processes doing the same, so
-a room's size is this process's count plus the counts last heard from the others: a dict
-lookup and a short sum, no round trip. Absolute counts make a repeated or late message
+Theory of operation. `Rooms` know their own process's members; `room_size` must count
+everyone's. Each process's census publishes on one bus channel (`<rooms name>#census`) what
+changed here, as the new absolute count of the room, and listens to the other processes doing
+the same, so a room's size is this process's count plus the counts last heard from the others:
+a dict lookup and a short sum, no round trip. Absolute counts make a repeated or late message
 harmless.
 
 Every message carries its sender's id (host, pid and a random token, so a respawned worker
@@ -14,7 +14,7 @@ process says hello and every process with members answers with its snapshot. A p
 holding members beats every `beat` seconds, and one not heard from for `lease` seconds stops
 counting: that is how the members of a worker killed with -9 (no goodbye possible) drop out.
 
-The census starts in a worker on first use (or when the hub is built there); started in a
+The census starts in a worker on first use (or when the rooms are made there); started in a
 process that then forks, it starts afresh in the child. For `settle` seconds after a start,
 `total()` waits for the snapshots the hello asked for instead of answering from nothing.
 """
@@ -81,7 +81,7 @@ class RoomCensus:
         self._beater: Any = None
         self._settled_at = 0.0
 
-    # -- the hub's side -----------------------------------------------------------------------
+    # -- the rooms' side ----------------------------------------------------------------------
 
     def update(self, room: str, count: int) -> None:
         """This process now has `count` members in `room`; tell the others."""

@@ -1,16 +1,16 @@
-"""Hub broadcasts bigger than one bus message: sent in parts, joined again by each receiver.
+"""Room broadcasts bigger than one bus message: sent in parts, joined again by each receiver.
 
 The worker bus carries records of at most `bus.max_payload` bytes (a little under 1 MiB),
-while a Pulse message may be as big as `max_message_bytes` (1 MiB by default). A payload
-over the limit goes out as numbered parts, each tagged with the publisher's pid and a
-message number; every receiver, the publisher's own process included, joins the parts and
-handles the whole. The parts of one message travel on one channel from one publisher, so
-they arrive in order and before anything that publisher sends on that channel afterwards:
-the whole keeps its place in the publisher's order. A bus without a limit (Redis, the
-in-process bus) never sees parts.
+while a broadcast may be bigger (a Pulse message up to `max_message_bytes`, 1 MiB by default;
+an SSE event of any size). A payload over the limit goes out as numbered parts, each tagged
+with the publisher's pid and a message number; every receiver, the publisher's own process
+included, joins the parts and handles the whole. The parts of one message travel on one
+channel from one publisher, so they arrive in order and before anything that publisher sends
+on that channel afterwards: the whole keeps its place in the publisher's order. A bus without
+a limit (Redis, the in-process bus) never sees parts.
 
-A hub's own payloads start with the length of a channel id, always under 255, so the byte
-255 marks a part.
+The payloads of `socketify.realtime.rooms` start with the length of a member id, always
+under 255, so the byte 255 marks a part.
 """
 
 from __future__ import annotations
