@@ -25,8 +25,8 @@ from pony.orm import Required, commit, desc
 import socketify.db
 from socketify import Request, Response, Server, cors, ratelimit, static_files
 from socketify import logging as access_log
-from socketify.middleware import request_id
 from socketify.core.compression import CompressionOptions
+from socketify.middleware import request_id
 from socketify.realtime import sse
 from socketify.state import sessions
 
