@@ -3,49 +3,70 @@
 Theory of operation
 -------------------
 The master makes one ``SharedTable`` before the first fork (a memfd mapped ``MAP_SHARED``), so
-every worker, and every worker respawned later, maps the same pages. A key hashes to a *home*
-slot; its *group* is the ``GROUP_SLOTS`` slots around it, and it lives in that group or not in
-the table at all (linear probing that wraps inside the group). The hash is Python's own:
-every process that maps the table is a fork of the one that made it, so all share the seed.
+every worker, and every worker respawned later, maps the same pages. The hash is Python's
+own: every process that maps the table is a fork of the one that made it, so all share the
+seed.
 
-Writers take the group's lock: one of ``stripes`` process-shared *robust* pthread mutexes
-(group number modulo ``stripes``) kept in the table's own header and called through
-``ctypes``. An uncontended lock and unlock are two atomic instructions in the C library, no
-system call. Nothing waits in the kernel: ``pthread_mutex_trylock``, a few quick retries, then
-cooperative sleeps (``pause``: gevent's sleep in a worker), bounded by ``LOCK_TIMEOUT``. A
-greenlet that holds a lock across a wait (``hold``) keeps the other greenlets of its process
-out too, because a mutex held by this thread is busy for this thread as well. When the owner
-of a mutex dies, even by ``kill -9``, the kernel marks it (the robust futex list); the next
-``trylock`` then succeeds with ``EOWNERDEAD`` and repairs what the owner left (below).
+Size classes. Slots come in ``len(SLOT_DATA)`` sizes: 240 bytes of key and value (counters,
+token buckets, small sessions), 1 088 (a session of up to 1 KiB) and 4 352 (a session of up
+to 4 KiB with a key of up to 256 bytes). Each class is a region of *groups* of
+``GROUP_SLOTS`` slots, and a key has one group in every class: the hash picks a group number
+(modulo the class's group count) and a *first* slot in it. A key lives in at most one slot
+of the whole table; within a group it sits at ``first`` or after it (linear probing that
+wraps inside the group, so a lookup stops at a never-used slot). A new entry goes to the
+smallest class it fits, in a free, removed or expired slot of its group. When there is none,
+the entry of that group written longest ago *among those with an expiry* is evicted (never
+one without: those are the store's values without a TTL); when every entry of the group has
+none, the next larger class is tried, and when nothing fits, ``put`` says so and the caller
+keeps the entry elsewhere (``workers.table_store`` spills it to the master). So memory is
+fixed at construction, and the table is a cache of bounded size for entries with a TTL.
 
-Readers take no lock. Each group has a sequence word that a writer makes odd before it touches
-the group and even after; a reader reads it, reads the slot, and reads it again: a change (or
-an odd value) means "read again", and after ``READ_TRIES`` the reader takes the lock. That needs
-loads to stay in program order and stores too, which x86-64 guarantees; elsewhere ``read``
-always takes the lock. Only values are read this way: nothing reads a token bucket without
-its lock, so rewriting a bucket in the slot it already has may leave the sequence word alone
-(``workers.table_store``), as no reader of another key looks at that slot.
+Locks. A key's groups (one per class) are all guarded by one of ``stripes`` process-shared
+*robust* pthread mutexes, kept in the table's header and called through ``ctypes``: the
+stripe is the group number modulo ``stripes``, and as every group count is a power of two
+at least ``stripes``, the keys of any one group of any class share their stripe. Take it
+with ``with table.locked(place):``. An uncontended lock and unlock are two atomic
+instructions in the C library, no system call. Nothing waits in the kernel:
+``pthread_mutex_trylock``, a few quick retries, then cooperative sleeps (``pause``: gevent's
+sleep in a worker), bounded by ``LOCK_TIMEOUT``. A greenlet that holds a lock across a wait
+(a round trip to the master) keeps the other greenlets of its process out too, because a
+mutex held by this thread is busy for this thread as well. When the owner of a mutex dies,
+even by ``kill -9``, the kernel marks it (the robust futex list); the next ``trylock`` then
+succeeds with ``EOWNERDEAD`` and repairs what the owner left (below).
 
-The lock calls are the cost floor of every write (about 0.2 µs each through ``ctypes``), so
-callers that repeat keys keep a key's ``place`` (hash, group, lock, offsets) and do the
-common case themselves in a few word and struct operations.
+Readers take no lock. Each group has a sequence word that a writer makes odd before it
+touches the group and even after; ``read`` reads the sequence word of the key's group in
+one class, looks there, and reads it again: a change (or an odd value) means "read again",
+and after ``READ_TRIES`` the reader takes the lock. It looks in the classes smallest first,
+and an entry only ever moves to a larger class (a value that shrinks keeps its slot), its
+new slot tagged before the old one is freed: so a key that is there throughout is found.
+That needs loads to stay in program order and stores too, which x86-64 guarantees;
+elsewhere ``read`` always takes the lock.
 
-A writer killed while holding the lock must leave the group readable. Each slot therefore has
-two *halves* and a control word saying which half is current: a write fills the other half,
-then flips the word with one aligned 8-byte store, and a new key becomes visible when its tag
-(its hash, always odd) is stored, last. A write cut short leaves the previous version, never a
-torn one; the sequence words it may have left odd are made even again by whoever next gets
-its lock with ``EOWNERDEAD``. A removed key leaves a tombstone tag so that probing goes on
-past it.
+A writer killed while holding the lock must leave the table readable. Each slot therefore
+has two *halves* and a control word saying which half is current: a write fills the other
+half, then flips the word with one aligned 8-byte store, and a new key becomes visible when
+its tag (its hash, always odd) is stored, last. A write cut short leaves the previous
+version, never a torn one. A move writes the new slot before it removes the old one, so a
+writer killed in between leaves the key in two classes, both whole; whoever next gets the
+lock with ``EOWNERDEAD`` keeps the copy in the smallest class and makes the sequence words
+even again. A removed key leaves a tombstone tag so that probing goes on past it.
 
-Layout: a header (word 0: some group has spilled; then one 64-byte mutex per stripe), then
-the groups. A group is
-``seq``, ``spilled`` (keys of this group may live in the master's store, see
-``workers.table_store``), ``GROUP_SLOTS`` tags, then the slots. A slot is its control word and
-two halves; a half is ``expires:f64 kind:u8 key_len:u8 value_len:u16``, 4 spare bytes, then
-the key and the value, at most ``SLOT_DATA`` bytes together.
+Sweep. Expired entries are reclaimed by the writes that need their slots; ``sweep`` (the
+master's state thread runs it, a few groups at a time, never waiting for a lock) frees them
+ahead of time and turns slots that no probe needs any more back into never-used ones, so
+lookups that miss stay short. A byte per group records whether it ever held a key, so
+neither the sweep nor a prefix scan touches the pages of groups nobody used.
 
-This module knows slots, not store semantics (``workers.table_store`` has those).
+Layout: a header (word 0: some group has spilled; then one 64-byte mutex per stripe; then
+the used byte of every group), then each class's groups. A group is ``seq``, ``spilled``
+(keys whose class-0 group this is may live in the caller's overflow store), ``GROUP_SLOTS``
+tags, then the slots. A slot is its control word and two halves; a half is ``expires:f64
+kind:u8 key_len:u8 value_len:u16 written:f32`` (``written``: when, for eviction), then the
+key and the value, at most the class's ``SLOT_DATA`` bytes together.
+
+This module knows slots, locks and eviction, not store semantics (``workers.table_store``
+has those): ``kind`` is opaque here, and an entry "has an expiry" when ``expires`` is finite.
 """
 
 from __future__ import annotations
@@ -53,32 +74,35 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import math
 import mmap
 import os
 import platform
 import struct
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 __all__ = [
+    "DEFAULT_GROUPS",
     "GROUP_SLOTS",
-    "HALF",
-    "KEY_AT",
     "MAX_KEY",
     "SLOT_DATA",
     "Entry",
     "Place",
     "SharedTable",
+    "Stored",
     "TableBusy",
-    "mutex_trylock",
-    "mutex_unlock",
+    "groups_for",
 ]
 
 GROUP_SLOTS = 16
-SLOT_DATA = 240  # key + value bytes one half holds
+SLOT_DATA = (240, 1088, 4352)  # key + value bytes a slot holds, per size class
 MAX_KEY = 255  # a half stores the key length in one byte
-DEFAULT_GROUPS = 4096  # 65 536 slots, about 35 MB of address space (pages used on first touch)
+# 102 MiB of address space: 65 536 small slots, 16 384 of 1 KiB, 4 096 of 4 KiB.
+# Pages count (in every process that touches them) only once used.
+DEFAULT_GROUPS = (4096, 1024, 256)
 DEFAULT_STRIPES = 32
 LOCK_TIMEOUT = 10.0  # seconds a caller waits for a lock before giving up (a stuck worker)
 QUICK_TRIES = 32  # lock attempts before the first cooperative sleep
@@ -87,137 +111,135 @@ LOCK_FREE_READS = platform.machine() in ("x86_64", "AMD64")  # loads and stores 
 
 _MUTEX = 64  # room for a pthread_mutex_t (40 bytes on x86-64 glibc), one cache line
 _MAX_STRIPES = 256
-_HEADER = 64 + _MAX_STRIPES * _MUTEX
+_MUTEXES_AT = 64
+_USED_AT = _MUTEXES_AT + _MAX_STRIPES * _MUTEX
+_PAGE = 4096
 try:
     _LIBC: Any = ctypes.CDLL(None, use_errno=True)
     # PERF: the lock calls run per store operation. Through PyDLL (the GIL kept: they never
     # block) with no argtypes, given prebuilt ``c_void_p`` objects, a trylock and unlock pair
     # costs about half what CDLL with argtypes and errno swapping does.
     _FAST: Any = ctypes.PyDLL(None)
-    mutex_trylock: Any = _FAST.pthread_mutex_trylock
-    mutex_unlock: Any = _FAST.pthread_mutex_unlock
+    _trylock: Any = _FAST.pthread_mutex_trylock
+    _unlock: Any = _FAST.pthread_mutex_unlock
     _consistent: Any = _FAST.pthread_mutex_consistent
 except (OSError, AttributeError):  # a C library without robust mutexes: no table here
-    _LIBC = mutex_trylock = mutex_unlock = _consistent = None
+    _LIBC = _trylock = _unlock = _consistent = None
 _PTHREAD_PROCESS_SHARED = 1
 _PTHREAD_MUTEX_ROBUST = 1
-_HALF_HEAD = struct.Struct("<dBBH4x")  # expires, kind, key length, value length
-KEY_AT = _HALF_HEAD.size
-_KEY_LEN_AT = 9  # offset of key_len in a half
-HALF = _HALF_HEAD.size + SLOT_DATA
-_SLOT = 8 + 2 * HALF
+_HALF_HEAD = struct.Struct("<dBBHf")  # expires, kind, key length, value length, written
+_KEY_AT = _HALF_HEAD.size
 _GROUP_HEAD = 16 + 8 * GROUP_SLOTS  # seq, spilled, tags
-_GROUP = _GROUP_HEAD + GROUP_SLOTS * _SLOT
-_WORDS_PER_GROUP = _GROUP // 8
 _LAST = GROUP_SLOTS - 1
-
 _TOMB = 2  # a removed key's tag (live tags are odd, free ones 0)
 _TAG_MASK = (1 << 64) - 1
 
-# One entry as read from a slot: (slot number in its group, kind, expires, value).
-Entry = tuple[int, int, float, bytes]
+
+class Entry(NamedTuple):
+    """One key's entry as read from its slot."""
+
+    size_class: int  # which class of slots it is in
+    slot: int  # its slot in its group
+    kind: int  # the caller's tag for what the value is
+    expires: float  # on the caller's clock; ``inf`` for none
+    value: bytes
 
 
-def _group_at(home: int) -> int:
-    """The byte offset of the group that home slot ``home`` belongs to.
+class Stored(NamedTuple):
+    """A key as a scan of the whole table sees it."""
 
-    A group starts with its sequence word, its spill flag, then one tag word per slot.
-    """
-    return _HEADER + (home // GROUP_SLOTS) * _GROUP
+    key: bytes
+    kind: int
+    expires: float
 
 
-# What a caller may cache about a key (``place``): the key, its home slot, its tag, its
-# group's mutex, the word indexes of the group's sequence word (the ``spilled`` word follows
-# it), of the home slot's tag and of its control word, and the byte offset of the home slot's
-# first half (the second is ``HALF`` bytes further).
-Place = tuple[bytes, int, int, Any, int, int, int, int]
+# PERF: ``_entry(Entry, (...))`` builds one in a single C call (NamedTuple's ``__new__`` is
+# Python code), once per read.
+_entry: Any = tuple.__new__
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a key goes, computed once (``SharedTable.place``) for a caller to keep."""
+
+    key: bytes
+    tag: int  # the key's hash, made odd: what its slot's tag word holds
+    first: int  # the slot of each of its groups where probing starts
+    stripe: int  # the lock of its groups
+    seqs: tuple[int, ...]  # the word index of its group's sequence word, per size class
+
+
+@dataclass(frozen=True)
+class _Class:
+    """One size class: its slot size and where its groups are."""
+
+    data: int  # key + value bytes a half holds
+    groups: int
+    start: int  # byte offset of its first group
+    used: int  # byte offset of its groups' used bytes
+    half: int
+    slot: int
+    group: int  # bytes per group
 
 
 class TableBusy(Exception):
     """A group lock stayed taken for ``LOCK_TIMEOUT`` seconds (its holder is stuck)."""
 
 
-class SharedTable:
-    """Groups of double-buffered slots in memory shared across ``fork()`` (module doc)."""
+def groups_for(megabytes: float) -> tuple[int, ...]:
+    """Group counts per size class for a table of about ``megabytes`` MiB: each class gets
+    the share of the bytes it has by default, rounded down to a power of two groups (at
+    least one)."""
+    if not megabytes > 0:
+        raise ValueError("the table size must be a positive number of MiB")
+    default = [
+        count * _group_bytes(data) for count, data in zip(DEFAULT_GROUPS, SLOT_DATA, strict=True)
+    ]
+    counts = []
+    for data, share in zip(SLOT_DATA, default, strict=True):
+        fit = int(megabytes * (1 << 20) * share / sum(default) // _group_bytes(data))
+        counts.append(1 << max(0, fit.bit_length() - 1))
+    return tuple(counts)
 
-    def __init__(self, groups: int = DEFAULT_GROUPS, stripes: int = DEFAULT_STRIPES) -> None:
-        if groups < 1 or groups & (groups - 1):
-            raise ValueError("groups must be a power of two")
-        if not 1 <= stripes <= _MAX_STRIPES or stripes & (stripes - 1):
-            raise ValueError(f"stripes must be a power of two up to {_MAX_STRIPES}")
-        if _LIBC is None:
-            raise OSError("the C library offers no robust process-shared mutexes")
-        self.groups = groups
-        self.stripes = min(stripes, groups)
-        self._home_mask = groups * GROUP_SLOTS - 1
-        self._stripe_mask = self.stripes - 1
-        size = _HEADER + groups * _GROUP
-        self._memfd = os.memfd_create("socketify-table", os.MFD_CLOEXEC)
-        os.ftruncate(self._memfd, size)
-        self.mem = mmap.mmap(self._memfd, size)
-        self.words = memoryview(self.mem).cast("Q")
-        # How a waiter sleeps: a worker's ``workers.link.Link`` makes this gevent's sleep, so
-        # the other greenlets (maybe the one holding the lock) run meanwhile.
-        self.pause: Callable[[float], None] = time.sleep
-        base = ctypes.addressof(ctypes.c_char.from_buffer(self.mem))
-        addresses = [base + 64 + n * _MUTEX for n in range(self.stripes)]
-        _init_mutexes(addresses)
-        self._mutexes = [ctypes.c_void_p(address) for address in addresses]
 
-    def locate(self, key: bytes) -> tuple[int, int]:
-        """``(home slot, tag)`` of ``key``; its group is ``home // GROUP_SLOTS``."""
-        code = hash(key) & _TAG_MASK
-        return code & self._home_mask, code | 1
+def _group_bytes(data: int) -> int:
+    return _GROUP_HEAD + GROUP_SLOTS * (8 + 2 * (_KEY_AT + data))
 
-    def place(self, key: bytes) -> Place:
-        """Where ``key`` goes, computed once for a caller to keep (see ``Place``)."""
-        code = hash(key) & _TAG_MASK
-        home = code & self._home_mask
-        group_at = _group_at(home)
-        first = home & _LAST
-        slot = group_at + _GROUP_HEAD + first * _SLOT
-        return (
-            key,
-            home,
-            code | 1,
-            self._mutexes[(home // GROUP_SLOTS) & self._stripe_mask],
-            group_at >> 3,
-            (group_at >> 3) + 2 + first,
-            slot >> 3,
-            slot + 8,
-        )
 
-    # -- locking ---------------------------------------------------------------------------
+class _Stripe:
+    """One of the table's mutexes, as a context manager (``SharedTable.locked``)."""
 
-    def lock(self, home: int) -> Any:
-        """Take the lock of ``home``'s group (cooperatively); returns what ``unlock`` takes."""
-        mutex = self._mutexes[(home // GROUP_SLOTS) & self._stripe_mask]
-        failed = mutex_trylock(mutex)
+    __slots__ = ("mutex", "number", "table")
+
+    def __init__(self, table: SharedTable, number: int, mutex: Any) -> None:
+        self.table = table
+        self.number = number
+        self.mutex = mutex
+
+    def __enter__(self) -> None:
+        failed = _trylock(self.mutex)
         if failed:
-            self.wait_lock(mutex, failed)
-        return mutex
+            self.wait(failed)
 
-    def unlock(self, mutex: Any) -> None:
-        """Release a lock taken by ``lock``."""
-        mutex_unlock(mutex)
+    def __exit__(self, *_: object) -> None:
+        _unlock(self.mutex)
 
-    @contextlib.contextmanager
-    def hold(self, home: int) -> Iterator[None]:
-        """Hold ``home``'s group lock across cooperative waits."""
-        mutex = self.lock(home)
-        try:
-            yield
-        finally:
-            mutex_unlock(mutex)
+    def try_acquire(self) -> bool:
+        """Take the lock if nobody holds it; never waits (repairs after a dead owner)."""
+        failed = _trylock(self.mutex)
+        if failed == errno.EOWNERDEAD:
+            self.table.repair(self)
+            return True
+        return not failed
 
-    def wait_lock(self, mutex: Any, failed: int) -> None:
-        """Wait for ``mutex`` after a ``mutex_trylock`` that answered ``failed``."""
+    def wait(self, failed: int) -> None:
+        """Wait for the mutex after a ``trylock`` that answered ``failed``."""
         deadline = 0.0
         pause = 0.00005
         tries = 0
         while True:
             if failed == errno.EOWNERDEAD:
-                self._recover(mutex)
+                self.table.repair(self)
                 return
             if failed != errno.EBUSY:
                 raise OSError(failed, f"pthread_mutex_trylock: {os.strerror(failed)}")
@@ -230,199 +252,408 @@ class SharedTable:
                     deadline = now + LOCK_TIMEOUT
                 elif now > deadline:
                     raise TableBusy(f"a shared-table lock stayed taken for {LOCK_TIMEOUT:g} s")
-                self.pause(pause)
+                self.table.pause(pause)
                 pause = min(0.0002, pause * 2)
-            failed = mutex_trylock(mutex)
+            failed = _trylock(self.mutex)
             if not failed:
                 return
 
-    def _recover(self, mutex: Any) -> None:
-        """We hold the lock of an owner that died: its groups may have odd sequence words."""
-        _consistent(mutex)
-        stripe = self._mutexes.index(mutex)
-        words = self.words
-        for group in range(stripe, self.groups, self.stripes):
-            seq = (_HEADER + group * _GROUP) >> 3
-            if words[seq] & 1:
-                words[seq] += 1  # the dead writer's data is whole (double-buffered slots)
+
+class SharedTable:
+    """Size classes of double-buffered slots in memory shared across ``fork()`` (module doc)."""
+
+    def __init__(
+        self, groups: Sequence[int] = DEFAULT_GROUPS, stripes: int = DEFAULT_STRIPES
+    ) -> None:
+        if len(groups) != len(SLOT_DATA):
+            raise ValueError(f"give a group count for each of the {len(SLOT_DATA)} size classes")
+        if any(count < 1 or count & (count - 1) for count in groups):
+            raise ValueError("group counts must be powers of two")
+        if not 1 <= stripes <= _MAX_STRIPES or stripes & (stripes - 1):
+            raise ValueError(f"stripes must be a power of two up to {_MAX_STRIPES}")
+        if _LIBC is None:
+            raise OSError("the C library offers no robust process-shared mutexes")
+        self.stripes = min(stripes, *groups)
+        classes = []
+        used = _USED_AT
+        start = _round_up(_USED_AT + sum(groups), _PAGE)
+        for data, count in zip(SLOT_DATA, groups, strict=True):
+            half = _KEY_AT + data
+            group = _group_bytes(data)
+            classes.append(_Class(data, count, start, used, half, 8 + 2 * half, group))
+            used += count
+            start = _round_up(start + count * group, _PAGE)
+        self.classes = tuple(classes)
+        self.size = start
+        self._memfd = os.memfd_create("socketify-table", os.MFD_CLOEXEC)
+        os.ftruncate(self._memfd, self.size)
+        self.mem = mmap.mmap(self._memfd, self.size)
+        self.words = memoryview(self.mem).cast("Q")
+        # How a waiter sleeps: a worker's ``workers.link.Link`` makes this gevent's sleep, so
+        # the other greenlets (maybe the one holding the lock) run meanwhile.
+        self.pause: Callable[[float], None] = time.sleep
+        base = ctypes.addressof(ctypes.c_char.from_buffer(self.mem))
+        addresses = [base + _MUTEXES_AT + n * _MUTEX for n in range(self.stripes)]
+        _init_mutexes(addresses)
+        self._stripes = [
+            _Stripe(self, n, ctypes.c_void_p(address)) for n, address in enumerate(addresses)
+        ]
+
+    @property
+    def groups(self) -> tuple[int, ...]:
+        """The group count of each size class."""
+        return tuple(size_class.groups for size_class in self.classes)
+
+    @property
+    def max_data(self) -> int:
+        """The most key + value bytes one entry may have."""
+        return self.classes[-1].data
+
+    def place(self, key: bytes) -> Place:
+        """Where ``key`` goes (its groups and lock), for the caller to keep and pass back."""
+        code = hash(key) & _TAG_MASK
+        number = code >> 4
+        seqs = tuple((c.start + (number & (c.groups - 1)) * c.group) >> 3 for c in self.classes)
+        return Place(key, code | 1, code & _LAST, number & (self.stripes - 1), seqs)
+
+    def locked(self, place: Place) -> _Stripe:
+        """The lock of ``place``'s groups: ``with table.locked(place): ...`` (cooperative
+        waits, ``TableBusy`` after ``LOCK_TIMEOUT``)."""
+        return self._stripes[place.stripe]
 
     # -- reading ---------------------------------------------------------------------------
 
-    def read(self, home: int, tag: int, key: bytes) -> Entry | None:
-        """The entry of ``key`` (expired or not) or None, without the lock when possible."""
+    def read(self, place: Place) -> Entry | None:
+        """The entry of ``place``'s key (expired or not) or None, without the lock when possible.
+
+        Each class's look needs only its own group to stay unchanged meanwhile: an entry
+        moves only to a larger class, and a move tags the new slot before it removes the
+        old one, so looking in the classes smallest first finds a key that is there
+        throughout.
+        """
         if LOCK_FREE_READS:
             words = self.words
-            seq_at = (_HEADER // 8) + (home // GROUP_SLOTS) * _WORDS_PER_GROUP
+            probe = self._probe
             for _ in range(READ_TRIES):
-                seq = words[seq_at]
-                if not seq & 1:
-                    entry = self.find(home, tag, key)
-                    if words[seq_at] == seq:
+                for size_class, seq_at in enumerate(place.seqs):
+                    seq = words[seq_at]
+                    if seq & 1:
+                        break
+                    entry = probe(place, size_class, seq_at)
+                    if words[seq_at] != seq:
+                        break
+                    if entry is not None:
                         return entry
-        stripe = self.lock(home)
-        try:
-            return self.find(home, tag, key)
-        finally:
-            self.unlock(stripe)
+                else:
+                    return None
+        with self.locked(place):
+            return self.find(place)
 
-    def find(self, home: int, tag: int, key: bytes) -> Entry | None:
-        """The entry of ``key`` (expired or not), or None (with the lock, or from ``read``)."""
+    def find(self, place: Place) -> Entry | None:
+        """The entry of ``place``'s key (expired or not) or None (with the lock)."""
+        for size_class, seq_at in enumerate(place.seqs):
+            entry = self._probe(place, size_class, seq_at)
+            if entry is not None:
+                return entry
+        return None
+
+    def _probe(self, place: Place, size_class: int, seq_at: int) -> Entry | None:
+        """The key's entry in its group of one class, or None."""
         words = self.words
-        group_at = _group_at(home)
-        tags = (group_at >> 3) + 2
-        first = home & _LAST
+        tags = seq_at + 2
+        tag = place.tag
+        first = place.first
         for step in range(GROUP_SLOTS):
             index = (first + step) & _LAST
             found = words[tags + index]
             if found == tag:
-                slot = group_at + _GROUP_HEAD + index * _SLOT
-                half = slot + 8 + words[slot >> 3] * HALF
+                layout = self.classes[size_class]
+                slot = (seq_at << 3) + _GROUP_HEAD + index * layout.slot
+                half = slot + 8 + words[slot >> 3] * layout.half
                 mem = self.mem
-                expires, kind, key_len, value_len = _HALF_HEAD.unpack_from(mem, half)
-                start = half + KEY_AT
+                expires, kind, key_len, value_len, _ = _HALF_HEAD.unpack_from(mem, half)
+                start = half + _KEY_AT
+                key = place.key
                 if key_len == len(key) and mem[start : start + key_len] == key:
                     start += key_len
-                    return index, kind, expires, mem[start : start + value_len]
+                    value = mem[start : start + value_len]
+                    entry: Entry = _entry(Entry, (size_class, index, kind, expires, value))
+                    return entry
             elif not found:
                 return None
         return None
 
-    def index_of(self, home: int, tag: int, key: bytes) -> int:
-        """The slot number of ``key`` in its group, or -1 (with the lock)."""
-        words = self.words
-        group_at = _group_at(home)
-        tags = (group_at >> 3) + 2
-        first = home & _LAST
-        mem = self.mem
-        for step in range(GROUP_SLOTS):
-            index = (first + step) & _LAST
-            found = words[tags + index]
-            if found == tag:
-                slot = group_at + _GROUP_HEAD + index * _SLOT
-                half = slot + 8 + words[slot >> 3] * HALF
-                if mem[half + _KEY_LEN_AT] == len(key):
-                    start = half + KEY_AT
-                    if mem[start : start + len(key)] == key:
-                        return index
-            elif not found:
-                return -1
-        return -1
+    # -- writing (with the lock) -----------------------------------------------------------
 
     def put(
         self,
-        home: int,
-        tag: int,
-        key: bytes,
+        place: Place,
+        found: Entry | None,
         kind: int,
         expires: float,
         value: bytes,
         now: float,
     ) -> bool:
-        """Store an entry where ``key`` is, or in a free slot if the group never spilled.
+        """Store the key's entry: where ``found`` (the key's entry, from ``find``) is if it
+        fits there, else in a new slot (evicting as the module doc says), removing ``found``.
 
-        False when that is not possible: the caller must involve the master (with the lock).
+        False when no class has room: the table is unchanged and the caller keeps the entry
+        elsewhere. ``now`` is the caller's clock (expiry and eviction age).
         """
-        if len(key) + len(value) > SLOT_DATA or len(key) > MAX_KEY:
+        key = place.key
+        size = len(key) + len(value)
+        if found is not None and size <= self.classes[found.size_class].data:
+            self._write(place, found.size_class, found.slot, kind, expires, value, now)
+            return True
+        if len(key) > MAX_KEY:
             return False
-        index = self.index_of(home, tag, key)
-        if index < 0:
-            if self.spilled(home):
-                return False
-            index = self.free_slot(home, now)
-            if index < 0:
-                return False
-        self.write(home, index, tag, key, kind, expires, value)
+        target = self._new_slot(place, size, now)
+        if target is None:
+            return False
+        size_class, index = target
+        words = self.words
+        seq_at = place.seqs[size_class]
+        moved_from = place.seqs[found.size_class] if found is not None else -1
+        words[seq_at] += 1  # odd: readers of these groups read again
+        if moved_from >= 0:
+            words[moved_from] += 1
+        try:
+            self._fill(seq_at, size_class, index, key, kind, expires, value, now)
+            words[seq_at + 2 + index] = place.tag  # the key appears only now...
+            self.mem[self.classes[size_class].used + self._group_number(size_class, seq_at)] = 1
+            if found is not None:
+                words[moved_from + 2 + found.slot] = _TOMB  # ...and only then leaves
+        finally:
+            if moved_from >= 0:
+                words[moved_from] += 1
+            words[seq_at] += 1
         return True
 
-    # -- writing (with the group locked) ---------------------------------------------------
+    def remove(self, place: Place, entry: Entry) -> None:
+        """Remove ``entry`` (the key's, from ``find``); a tombstone keeps later probes going."""
+        words = self.words
+        seq_at = place.seqs[entry.size_class]
+        words[seq_at] += 1
+        words[seq_at + 2 + entry.slot] = _TOMB
+        words[seq_at] += 1
 
-    def write(
+    def _write(
         self,
-        home: int,
+        place: Place,
+        size_class: int,
         index: int,
-        tag: int,
+        kind: int,
+        expires: float,
+        value: bytes,
+        now: float,
+    ) -> None:
+        words = self.words
+        seq_at = place.seqs[size_class]
+        words[seq_at] += 1  # odd: readers of this group read again
+        try:
+            self._fill(seq_at, size_class, index, place.key, kind, expires, value, now)
+        finally:
+            words[seq_at] += 1
+
+    def _fill(
+        self,
+        seq_at: int,
+        size_class: int,
+        index: int,
         key: bytes,
         kind: int,
         expires: float,
         value: bytes,
+        now: float,
     ) -> None:
-        """Store an entry in slot ``index`` of ``home``'s group (the key's, or ``free_slot``)."""
+        """Write the spare half of a slot and make it current (its group already odd)."""
+        layout = self.classes[size_class]
         words = self.words
-        group_at = _group_at(home)
-        seq_at = group_at >> 3
-        entry = _HALF_HEAD.pack(expires, kind, len(key), len(value)) + key + value
-        words[seq_at] += 1  # odd: readers of this group read again
-        try:
-            slot = group_at + _GROUP_HEAD + index * _SLOT
-            current = words[slot >> 3]
-            half = slot + 8 + (current ^ 1) * HALF
-            self.mem[half : half + len(entry)] = entry
-            words[slot >> 3] = current ^ 1  # commit: one aligned store
-            tag_at = seq_at + 2 + index
-            if words[tag_at] != tag:
-                words[tag_at] = tag  # a new key appears only now
-        finally:
-            words[seq_at] += 1
+        slot = (seq_at << 3) + _GROUP_HEAD + index * layout.slot
+        current = words[slot >> 3]
+        half = slot + 8 + (current ^ 1) * layout.half
+        mem = self.mem
+        _HALF_HEAD.pack_into(mem, half, expires, kind, len(key), len(value), now)
+        start = half + _KEY_AT
+        mem[start : start + len(key)] = key
+        start += len(key)
+        mem[start : start + len(value)] = value
+        words[slot >> 3] = current ^ 1  # commit: one aligned store
 
-    def remove(self, home: int, index: int) -> None:
-        """Free slot ``index`` of ``home``'s group (a tombstone keeps later probes going)."""
-        self.words[(_group_at(home) >> 3) + 2 + index] = _TOMB
-
-    def free_slot(self, home: int, now: float) -> int:
-        """The first slot from ``home`` that is free, removed or expired; -1 if none.
-
-        Call it only after ``find`` did not find the key.
-        """
+    def _new_slot(self, place: Place, size: int, now: float) -> tuple[int, int] | None:
+        """``(class, slot)`` for a new entry of ``size`` bytes: a free, removed or expired
+        slot of the smallest class it fits, else the oldest entry with an expiry there (to
+        evict), else the same in the next class; None when there is no room."""
         words = self.words
-        group_at = _group_at(home)
-        tags = (group_at >> 3) + 2
-        first = home & _LAST
-        for step in range(GROUP_SLOTS):
-            index = (first + step) & _LAST
-            if not words[tags + index] & 1:
-                return index
-            slot = group_at + _GROUP_HEAD + index * _SLOT
-            if _HALF_HEAD.unpack_from(self.mem, slot + 8 + words[slot >> 3] * HALF)[0] <= now:
-                return index
-        return -1
+        mem = self.mem
+        first = place.first
+        for size_class, layout in enumerate(self.classes):
+            if layout.data < size:
+                continue
+            seq_at = place.seqs[size_class]
+            tags = seq_at + 2
+            group_at = (seq_at << 3) + _GROUP_HEAD
+            oldest = -1
+            oldest_written = math.inf
+            for step in range(GROUP_SLOTS):
+                index = (first + step) & _LAST
+                if not words[tags + index] & 1:
+                    return size_class, index
+                slot = group_at + index * layout.slot
+                half = slot + 8 + words[slot >> 3] * layout.half
+                expires, _, _, _, written = _HALF_HEAD.unpack_from(mem, half)
+                if expires <= now:
+                    return size_class, index
+                if expires != math.inf and written < oldest_written:
+                    oldest, oldest_written = index, written
+            if oldest >= 0:
+                return size_class, oldest
+        return None
 
-    # -- whole groups ----------------------------------------------------------------------
+    def _group_number(self, size_class: int, seq_at: int) -> int:
+        layout = self.classes[size_class]
+        return ((seq_at << 3) - layout.start) // layout.group
 
-    def occupied(self, group: int) -> bool:
-        """Whether any slot of ``group`` holds a key (read without the lock: a hint)."""
-        tags = ((_HEADER + group * _GROUP) >> 3) + 2
-        return any(tag & 1 for tag in self.words[tags : tags + GROUP_SLOTS])
+    # -- spilling --------------------------------------------------------------------------
 
-    def entries(self, group: int) -> list[tuple[int, bytes, int, float]]:
-        """Every key of ``group``, with the lock: ``(slot number, key, kind, expires)``."""
-        words = self.words
-        group_at = _HEADER + group * _GROUP
-        tags = (group_at >> 3) + 2
-        out = []
-        for index in range(GROUP_SLOTS):
-            if words[tags + index] & 1:
-                slot = group_at + _GROUP_HEAD + index * _SLOT
-                half = slot + 8 + words[slot >> 3] * HALF
-                expires, kind, key_len, _ = _HALF_HEAD.unpack_from(self.mem, half)
-                key = self.mem[half + KEY_AT : half + KEY_AT + key_len]
-                out.append((index, key, kind, expires))
-        return out
+    def spilled(self, place: Place) -> bool:
+        """Whether ``place``'s key may live in the caller's overflow store."""
+        return bool(self.words[place.seqs[0] + 1])
 
-    # -- spilling to the master ------------------------------------------------------------
-
-    def spilled(self, home: int) -> bool:
-        """Whether keys of ``home``'s group may live in the master's store."""
-        return bool(self.words[(_group_at(home) >> 3) + 1])
-
-    def mark_spilled(self, home: int) -> None:
-        """Note that a key of ``home``'s group went to the master's store (for good)."""
-        self.words[(_group_at(home) >> 3) + 1] = 1
+    def mark_spilled(self, place: Place) -> None:
+        """Note (for good) that a key of ``place``'s class-0 group went to the overflow store."""
+        self.words[place.seqs[0] + 1] = 1
         self.words[0] = 1
 
     @property
     def any_spilled(self) -> bool:
-        """Whether any group has spilled."""
+        """Whether any key ever went to the overflow store."""
         return bool(self.words[0])
+
+    # -- the whole table -------------------------------------------------------------------
+
+    def select(self, test: Callable[[Stored], bool]) -> list[Stored]:
+        """Every entry (expired or not) for which ``test`` is true, each group under its lock."""
+        return self._visit(test, remove=False)
+
+    def remove_where(self, test: Callable[[Stored], bool]) -> list[Stored]:
+        """Remove every entry for which ``test`` is true (under its group's lock); those."""
+        return self._visit(test, remove=True)
+
+    def _visit(self, test: Callable[[Stored], bool], remove: bool) -> list[Stored]:
+        out: list[Stored] = []
+        words = self.words
+        for size_class, layout in enumerate(self.classes):
+            for group in range(layout.groups):
+                if not self.mem[layout.used + group]:
+                    continue  # never held a key: do not even touch its pages
+                seq_at = (layout.start + group * layout.group) >> 3
+                with self._stripes[group & (self.stripes - 1)]:
+                    for index, stored in self._entries(size_class, seq_at):
+                        if test(stored):
+                            out.append(stored)
+                            if remove:
+                                words[seq_at] += 1
+                                words[seq_at + 2 + index] = _TOMB
+                                words[seq_at] += 1
+        return out
+
+    def _entries(self, size_class: int, seq_at: int) -> list[tuple[int, Stored]]:
+        """``(slot, Stored)`` of every key in a group (with its lock)."""
+        layout = self.classes[size_class]
+        words = self.words
+        mem = self.mem
+        out = []
+        for index in range(GROUP_SLOTS):
+            if words[seq_at + 2 + index] & 1:
+                slot = (seq_at << 3) + _GROUP_HEAD + index * layout.slot
+                half = slot + 8 + words[slot >> 3] * layout.half
+                expires, kind, key_len, _, _ = _HALF_HEAD.unpack_from(mem, half)
+                key = mem[half + _KEY_AT : half + _KEY_AT + key_len]
+                out.append((index, Stored(key, kind, expires)))
+        return out
+
+    def sweep(self, now: float, cursor: int, budget: int) -> int:
+        """Free the expired entries of up to ``budget`` groups from ``cursor`` (a count over
+        every class's groups), skipping groups whose lock is taken; returns the next cursor
+        (0 once every group was visited).
+
+        Also turns slots that no lookup needs to probe past back into never-used ones.
+        """
+        total = sum(self.groups)
+        end = min(total, cursor + budget)
+        for number in range(cursor, end):
+            size_class = 0
+            group = number
+            while group >= self.classes[size_class].groups:
+                group -= self.classes[size_class].groups
+                size_class += 1
+            layout = self.classes[size_class]
+            if not self.mem[layout.used + group]:
+                continue
+            stripe = self._stripes[group & (self.stripes - 1)]
+            if not stripe.try_acquire():
+                continue  # busy (maybe waiting on the master, which may be the caller)
+            try:
+                self._compact(size_class, group, now)
+            finally:
+                _unlock(stripe.mutex)
+        return 0 if end >= total else end
+
+    def _compact(self, size_class: int, group: int, now: float) -> None:
+        """Free a group's expired slots and forget tombstones no probe needs (with its lock)."""
+        layout = self.classes[size_class]
+        seq_at = (layout.start + group * layout.group) >> 3
+        words = self.words
+        tags = seq_at + 2
+        live = []
+        for index, stored in self._entries(size_class, seq_at):
+            if stored.expires > now:
+                live.append((index, hash(stored.key) & _LAST))
+        needed = [False] * GROUP_SLOTS  # slots a live key's lookup passes on its way
+        for index, first in live:
+            position = first
+            while position != index:
+                needed[position] = True
+                position = (position + 1) & _LAST
+        keep = {index for index, _ in live}
+        wanted = [
+            words[tags + i] if i in keep else (_TOMB if needed[i] else 0)
+            for i in range(GROUP_SLOTS)
+        ]
+        if wanted == list(words[tags : tags + GROUP_SLOTS]):
+            return
+        words[seq_at] += 1
+        for index in range(GROUP_SLOTS):
+            words[tags + index] = wanted[index]
+        words[seq_at] += 1
+        if not live:
+            self.mem[layout.used + group] = 0
+
+    # -- a dead lock owner -----------------------------------------------------------------
+
+    def repair(self, stripe: _Stripe) -> None:
+        """We hold ``stripe``'s lock, taken from an owner that died: finish its work.
+
+        Its groups may have odd sequence words, and a key it was moving between classes may
+        be in two: the copy in the smaller class stays (both are whole).
+        """
+        _consistent(stripe.mutex)
+        words = self.words
+        seen: dict[bytes, tuple[int, int]] = {}  # key -> (class, seq word) of the copy kept
+        odd = []
+        for size_class, layout in enumerate(self.classes):
+            for group in range(stripe.number, layout.groups, self.stripes):
+                seq_at = (layout.start + group * layout.group) >> 3
+                if words[seq_at] & 1:
+                    odd.append(seq_at)
+                    for index, stored in self._entries(size_class, seq_at):
+                        if stored.key in seen:
+                            words[seq_at + 2 + index] = _TOMB
+                        else:
+                            seen[stored.key] = (size_class, seq_at)
+        for seq_at in odd:
+            words[seq_at] += 1  # the dead writer's data is whole (double-buffered slots)
 
     # -- lifetime --------------------------------------------------------------------------
 
@@ -432,10 +663,14 @@ class SharedTable:
             return
         os.close(self._memfd)
         self._memfd = -1
-        self._mutexes = []
+        self._stripes = []
         self.words.release()
         with contextlib.suppress(BufferError):
             self.mem.close()
+
+
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
 
 
 def _init_mutexes(addresses: list[int]) -> None:
