@@ -110,3 +110,14 @@ def test_a_failing_operation_is_answered_with_an_error(server: StateServer) -> N
     assert wire.decode_answer(answers[1])[:2] == (6, Status.ERROR)
     assert b"not an integer" in wire.decode_answer(answers[1])[2]
     assert ask(a, 7, Op.PING, b"") == b""  # and the server keeps serving
+
+
+def test_compare_and_set_is_one_step_in_the_master(server: StateServer) -> None:
+    a, b = server.attach(1), server.attach(2)
+    cas = wire.compare_and_set_args
+    assert ask(a, 1, Op.COMPARE_AND_SET, b"k", cas(60.0, None, b"first")) == b"\x01"
+    assert ask(b, 1, Op.COMPARE_AND_SET, b"k", cas(60.0, None, b"again")) == b"\x00"
+    assert ask(b, 2, Op.COMPARE_AND_SET, b"k", cas(wire.NO_TTL, b"first", b"")) == b"\x01"
+    assert ask(a, 2, Op.GET, b"k") == b""
+    assert ask(a, 3, Op.COMPARE_AND_SET, b"k", cas(60.0, b"", b"x" * 50)) == b"\x01"
+    assert ask(b, 3, Op.GET, b"k") == b"x" * 50
