@@ -14,8 +14,12 @@ bytes; keys are ``str``. ``LocalState`` offers the same methods on an in-process
 ``KeyValueStore`` for a process without a master (``workers=0``, tests), so callers need not
 care which they have.
 
+``compare_and_set(key, expected, value, ttl)`` writes only over the value the caller read
+(None: only if absent), in one step, and says whether it wrote.
+
 ``StateError`` is raised for a refused operation (a non-integer ``incr``, a bad TTL, a value
-over the rings' record limit); ``StateUnavailable`` when the master does not answer in time.
+over the rings' record limit, a store full of values without a TTL); ``StateUnavailable``
+when the master does not answer in time.
 """
 
 from __future__ import annotations

@@ -284,6 +284,7 @@ class SharedTable:
             used += count
             start = _round_up(start + count * group, _PAGE)
         self.classes = tuple(classes)
+        self._sizes = tuple((c.slot, c.half) for c in classes)  # for the lookups' sake
         self.size = start
         self._memfd = os.memfd_create("socketify-table", os.MFD_CLOEXEC)
         os.ftruncate(self._memfd, self.size)
@@ -362,14 +363,13 @@ class SharedTable:
         words = self.words
         tags = seq_at + 2
         tag = place.tag
-        first = place.first
-        for step in range(GROUP_SLOTS):
-            index = (first + step) & _LAST
+        index = place.first
+        for _ in range(GROUP_SLOTS):
             found = words[tags + index]
             if found == tag:
-                layout = self.classes[size_class]
-                slot = (seq_at << 3) + _GROUP_HEAD + index * layout.slot
-                half = slot + 8 + words[slot >> 3] * layout.half
+                slot_bytes, half_bytes = self._sizes[size_class]
+                slot = (seq_at << 3) + _GROUP_HEAD + index * slot_bytes
+                half = slot + 8 + words[slot >> 3] * half_bytes
                 mem = self.mem
                 expires, kind, key_len, value_len, _ = _HALF_HEAD.unpack_from(mem, half)
                 start = half + _KEY_AT
@@ -380,7 +380,8 @@ class SharedTable:
                     entry: Entry = _entry(Entry, (size_class, index, kind, expires, value))
                     return entry
             elif not found:
-                return None
+                return None  # probing stops at a never-used slot
+            index = (index + 1) & _LAST
         return None
 
     # -- writing (with the lock) -----------------------------------------------------------
@@ -467,11 +468,11 @@ class SharedTable:
         now: float,
     ) -> None:
         """Write the spare half of a slot and make it current (its group already odd)."""
-        layout = self.classes[size_class]
+        slot_bytes, half_bytes = self._sizes[size_class]
         words = self.words
-        slot = (seq_at << 3) + _GROUP_HEAD + index * layout.slot
+        slot = (seq_at << 3) + _GROUP_HEAD + index * slot_bytes
         current = words[slot >> 3]
-        half = slot + 8 + (current ^ 1) * layout.half
+        half = slot + 8 + (current ^ 1) * half_bytes
         mem = self.mem
         _HALF_HEAD.pack_into(mem, half, expires, kind, len(key), len(value), now)
         start = half + _KEY_AT
