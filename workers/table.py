@@ -636,12 +636,14 @@ class SharedTable:
     def repair(self, stripe: _Stripe) -> None:
         """We hold ``stripe``'s lock, taken from an owner that died: finish its work.
 
-        Its groups may have odd sequence words, and a key it was moving between classes may
-        be in two: the copy in the smaller class stays (both are whole).
+        Its groups may have odd sequence words; a key it was moving between classes may be
+        in two (the copy in the smaller class stays: both are whole); and a slot it was
+        giving to a new key in place of an evicted or expired one may hold the new key's
+        entry under the old key's tag (freed: the new key's write never happened).
         """
         _consistent(stripe.mutex)
         words = self.words
-        seen: dict[bytes, tuple[int, int]] = {}  # key -> (class, seq word) of the copy kept
+        seen: set[bytes] = set()
         odd = []
         for size_class, layout in enumerate(self.classes):
             for group in range(stripe.number, layout.groups, self.stripes):
@@ -649,10 +651,14 @@ class SharedTable:
                 if words[seq_at] & 1:
                     odd.append(seq_at)
                     for index, stored in self._entries(size_class, seq_at):
-                        if stored.key in seen:
-                            words[seq_at + 2 + index] = _TOMB
+                        tag_at = seq_at + 2 + index
+                        if (
+                            stored.key in seen
+                            or (hash(stored.key) & _TAG_MASK) | 1 != words[tag_at]
+                        ):
+                            words[tag_at] = _TOMB
                         else:
-                            seen[stored.key] = (size_class, seq_at)
+                            seen.add(stored.key)
         for seq_at in odd:
             words[seq_at] += 1  # the dead writer's data is whole (double-buffered slots)
 

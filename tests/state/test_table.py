@@ -411,6 +411,36 @@ def test_a_worker_killed_mid_move_leaves_one_whole_copy(store: TableStore) -> No
     assert store.get("sess:y") is None  # and no second copy resurfaces
 
 
+def test_a_worker_killed_mid_eviction_leaves_no_entry_under_another_keys_tag() -> None:
+    clock = Clock()
+    store, _ = make_store((1, 1, 1), clock)
+    for n in range(GROUP_SLOTS):
+        store.set(f"old{n}", b"v", ttl=60)
+    table = store.table
+    place = table.place(b"newcomer")
+    victim = table.find(table.place(b"old0"))
+    assert victim is not None
+
+    def die_mid_eviction() -> None:
+        # What `put` does to give old0's slot to "newcomer", cut short before the tag.
+        table.locked(place).__enter__()
+        table.words[place.seqs[0]] += 1
+        layout = table.classes[0]
+        slot = (place.seqs[0] << 3) + _GROUP_HEAD + victim.slot * layout.slot
+        half = slot + 8 + (table.words[slot >> 3] ^ 1) * layout.half
+        entry = struct.pack("<dBBHf", math.inf, 0, len(place.key), 1, 0.0) + place.key + b"n"
+        table.mem[half : half + len(entry)] = entry
+        table.words[slot >> 3] ^= 1
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    assert os.WIFSIGNALED(in_child(die_mid_eviction))
+    assert store.get("newcomer") is None  # repaired on the way: the write never happened
+    assert [stored.key for stored in table.select(lambda s: s.key == b"newcomer")] == []
+    assert store.count_prefix("old") == GROUP_SLOTS - 1  # old0 was being evicted
+    store.set("newcomer", b"n", ttl=60)
+    assert store.get("newcomer") == b"n" and store.count_prefix("newcomer") == 1
+
+
 def test_a_greenlet_holding_the_lock_keeps_the_other_greenlets_of_its_process_out(
     store: TableStore,
 ) -> None:
