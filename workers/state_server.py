@@ -402,7 +402,8 @@ def _master_bytes() -> int:
 
 
 def _megabytes(name: str) -> float | None:
-    """A size in MiB from the environment variable ``name``; None when it is not set."""
+    """A size in MiB from the environment variable ``name``; None when it is not set (or
+    not a size: that is logged, and the default applies)."""
     text = os.environ.get(name, "").strip()
     if not text:
         return None
@@ -410,8 +411,9 @@ def _megabytes(name: str) -> float | None:
         megabytes = float(text)
     except ValueError:
         megabytes = math.nan
-    if not megabytes > 0:
-        raise ValueError(f"{name} must be a positive number of MiB, not {text!r}")
+    if not 0 < megabytes < math.inf:
+        log.error("%s=%r is not a positive number of MiB; using the default", name, text)
+        return None
     return megabytes
 
 

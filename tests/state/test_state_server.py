@@ -121,3 +121,25 @@ def test_compare_and_set_is_one_step_in_the_master(server: StateServer) -> None:
     assert ask(a, 2, Op.GET, b"k") == b""
     assert ask(a, 3, Op.COMPARE_AND_SET, b"k", cas(60.0, b"", b"x" * 50)) == b"\x01"
     assert ask(b, 3, Op.GET, b"k") == b"x" * 50
+
+
+def test_the_table_and_the_masters_store_are_sized_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from workers.kvstore import DEFAULT_MAX_BYTES
+    from workers.table import DEFAULT_GROUPS, groups_for
+
+    monkeypatch.setenv("SOCKETIFY_STATE_TABLE_MB", "6")
+    monkeypatch.setenv("SOCKETIFY_STATE_MASTER_MB", "1.5")
+    sized = StateServer()
+    assert sized.table is not None and sized.table.groups == groups_for(6)
+    assert sized.store.max_bytes == 3 << 19
+    sized.stop()
+    monkeypatch.setenv("SOCKETIFY_STATE_TABLE_MB", "lots")
+    monkeypatch.setenv("SOCKETIFY_STATE_MASTER_MB", "-1")
+    with caplog.at_level("ERROR", logger="socketify.state"):
+        fallback = StateServer()
+    assert fallback.table is not None and fallback.table.groups == DEFAULT_GROUPS
+    assert fallback.store.max_bytes == DEFAULT_MAX_BYTES
+    assert len([r for r in caplog.records if "not a positive number" in r.getMessage()]) == 2
+    fallback.stop()
