@@ -143,3 +143,29 @@ def test_the_table_and_the_masters_store_are_sized_from_the_environment(
     assert fallback.store.max_bytes == DEFAULT_MAX_BYTES
     assert len([r for r in caplog.records if "not a positive number" in r.getMessage()]) == 2
     fallback.stop()
+
+
+def test_the_server_thread_sweeps_expired_entries_out_of_the_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from workers import state_server
+    from workers.state import LocalState
+    from workers.table import SharedTable
+    from workers.table_store import TableStore
+
+    monkeypatch.setattr(state_server, "TABLE_SWEEP_EVERY", 0.05)
+    sweeping = StateServer(table=SharedTable(groups=(4, 1, 1), stripes=1))
+    sweeping.start()
+    try:
+        assert sweeping.table is not None
+        store = TableStore(sweeping.table, LocalState())
+        for n in range(40):
+            store.set(f"k{n}", b"v" * (n * 20), ttl=0.05)  # in every class
+        store.set("kept", b"v")
+        deadline = time.monotonic() + 10
+        while len(sweeping.table.select(lambda stored: True)) > 1:
+            assert time.monotonic() < deadline, "the expired entries are still there"
+            time.sleep(0.02)
+        assert store.get("kept") == b"v"
+    finally:
+        sweeping.stop()
