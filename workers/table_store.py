@@ -92,26 +92,24 @@ class TableStore:
 
     def get(self, key: str) -> bytes | None:
         """The value of ``key``, or None when absent or expired."""
-        place = self._place(key)
+        place = self._places.get(key) or self._place(key)
         table = self.table
         entry = table.read(place)  # no lock, the usual case (see workers.table)
         if entry is not None:
-            return self._visible(entry)
+            if entry.expires <= self._clock():
+                return None
+            return entry.value if entry.kind == BYTES else _digits(entry.value)
         if not table.spilled(place):
             return None
         with table.locked(place):
             return self._current(place, table.find(place))
 
-    def _visible(self, entry: Entry) -> bytes | None:
-        """What ``get`` answers for a key whose entry is ``entry``."""
-        if entry.expires <= self._clock():
-            return None
-        return entry.value if entry.kind == BYTES else str(_INT.unpack(entry.value)[0]).encode()
-
     def _current(self, place: Place, entry: Entry | None) -> bytes | None:
         """The key's value wherever it is (with the lock; ``entry``: the table's)."""
         if entry is not None:
-            return self._visible(entry)
+            if entry.expires <= self._clock():
+                return None
+            return entry.value if entry.kind == BYTES else _digits(entry.value)
         if self.table.spilled(place):
             value: bytes | None = self.overflow.get(place.key.decode())
             return value
@@ -119,23 +117,38 @@ class TableStore:
 
     def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         """Store ``value`` under ``key`` for ``ttl`` seconds (None: no expiry)."""
-        value = _as_bytes(value)
-        expires = self._expiry(ttl)
-        place = self._place(key)
-        with self.table.locked(place):
-            self._store(place, self.table.find(place), BYTES, expires, value)
+        if value.__class__ is not bytes:
+            value = _as_bytes(value)
+        now = self._clock()
+        expires = _expiry(now, ttl)
+        place = self._places.get(key) or self._place(key)
+        table = self.table
+        with table.locked(place):
+            found = table.find(place)
+            # PERF: a key found in the table (the usual case) has no copy in the master.
+            if found is None or not table.put(place, found, BYTES, expires, value, now):
+                self._store(place, found, BYTES, expires, value)
 
     def compare_and_set(
         self, key: str, expected: bytes | None, value: bytes, ttl: float | None = None
     ) -> bool:
         """Store ``value`` only if the value now is ``expected`` (None: only if absent);
         whether it did, in one step under the key's lock."""
-        value = _as_bytes(value)
-        expires = self._expiry(ttl)
-        place = self._place(key)
-        with self.table.locked(place):
-            found = self.table.find(place)
-            if self._current(place, found) != expected:
+        if value.__class__ is not bytes:
+            value = _as_bytes(value)
+        now = self._clock()
+        expires = _expiry(now, ttl)
+        place = self._places.get(key) or self._place(key)
+        table = self.table
+        with table.locked(place):
+            found = table.find(place)
+            if found is not None and found.kind == BYTES and found.expires > now:
+                # PERF: the usual case, a value in the table: compared and written here.
+                if found.value != expected:
+                    return False
+                if table.put(place, found, BYTES, expires, value, now):
+                    return True
+            elif self._current(place, found) != expected:
                 return False
             self._store(place, found, BYTES, expires, value)
             return True
@@ -145,12 +158,13 @@ class TableStore:
     ) -> None:
         """Write the key's entry in the table, else in the master (with the lock)."""
         table = self.table
-        now = self._clock()
-        spilled = table.spilled(place)
-        if table.put(place, found, kind, expires, value, now):
-            if found is None and spilled:
+        # A key found in the table has no copy in the master (one place per key).
+        spilled = found is None and table.spilled(place)
+        if table.put(place, found, kind, expires, value, self._clock()):
+            if spilled:
                 self.overflow.delete(place.key.decode())  # a copy there would resurface
             return
+        now = self._clock()
         table.mark_spilled(place)
         if kind == INTEGER:
             value = str(_INT.unpack(value)[0]).encode()  # the master keeps the digits
@@ -197,10 +211,11 @@ class TableStore:
         self, key: str, capacity: float, refill_per_second: float, now: float | None = None
     ) -> TakeResult:
         """Token bucket in one atomic step: ``(allowed, remaining, reset_seconds)``."""
-        place = self._bucket_place(key)
+        place = self._bucket_places.get(key) or self._bucket_place(key)
         table = self.table
         with table.locked(place):
-            at = self._clock() if now is None else now
+            clock = self._clock()
+            at = clock if now is None else now
             found = table.find(place)
             if found is not None and found.expires > at:
                 tokens, stamp, _ = _BUCKET.unpack(found.value)
@@ -215,18 +230,28 @@ class TableStore:
             allowed = tokens >= 1.0
             if allowed:
                 tokens -= 1.0
-            full_at = _full_at(at, capacity - tokens, refill_per_second)
+            # When the bucket is full again: its entry's expiry (a full bucket is no bucket).
+            if tokens >= capacity:
+                full_at = at
+            elif refill_per_second > 0:
+                full_at = at + (capacity - tokens) / refill_per_second
+            else:
+                full_at = math.inf
             bucket = _BUCKET.pack(tokens, stamp, full_at)
-            if not table.put(place, found, BUCKET, full_at, bucket, self._clock()):
+            if not table.put(place, found, BUCKET, full_at, bucket, clock):
                 # No room for a new bucket: the master keeps it (the same answer, from there).
                 table.mark_spilled(place)
                 if found is not None:
                     table.remove(place, found)
                 result = self.overflow.take(key, capacity, refill_per_second, now)
                 return result
-        taken: TakeResult = take_result(
-            TakeResult, (allowed, tokens, _wait(tokens, refill_per_second))
-        )
+        if tokens >= 1.0:
+            wait = 0.0
+        elif refill_per_second > 0:
+            wait = (1.0 - tokens) / refill_per_second
+        else:
+            wait = math.inf
+        taken: TakeResult = take_result(TakeResult, (allowed, tokens, wait))
         return taken
 
     # -- prefixes ------------------------------------------------------------------------------
@@ -257,11 +282,21 @@ class TableStore:
         return count
 
     def _expiry(self, ttl: float | None) -> float:
-        if ttl is None:
-            return math.inf
-        if not ttl > 0:
-            raise StateError("ttl must be positive seconds (or None for no expiry)")
-        return self._clock() + ttl
+        return _expiry(self._clock(), ttl)
+
+
+def _expiry(now: float, ttl: float | None) -> float:
+    """When an entry written at ``now`` with ``ttl`` expires."""
+    if ttl is None:
+        return math.inf
+    if not ttl > 0:
+        raise StateError("ttl must be positive seconds (or None for no expiry)")
+    return now + ttl
+
+
+def _digits(packed: bytes) -> bytes:
+    """What ``get`` answers for a counter."""
+    return str(_INT.unpack(packed)[0]).encode()
 
 
 def _name(stored: Stored) -> bytes:
@@ -275,16 +310,6 @@ def _as_bytes(value: Any) -> bytes:
     if not isinstance(value, bytes | bytearray | memoryview):
         raise TypeError("store values are bytes; encode them first")
     return bytes(value)
-
-
-def _full_at(at: float, missing: float, refill: float) -> float:
-    """When a bucket ``missing`` tokens short is full again (its entry's expiry)."""
-    return at if missing <= 0 else (at + missing / refill if refill > 0 else math.inf)
-
-
-def _wait(tokens: float, refill: float) -> float:
-    """Seconds until a bucket holding ``tokens`` has one to give."""
-    return 0.0 if tokens >= 1.0 else ((1.0 - tokens) / refill if refill > 0 else math.inf)
 
 
 def _as_int(kind: int, value: bytes) -> int:
