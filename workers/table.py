@@ -519,6 +519,73 @@ class SharedTable:
             words[seq_at] += 1
         return True
 
+    def rewrite(
+        self,
+        place: Place,
+        kind: int,
+        expires: float,
+        value: bytes,
+        now: float,
+        expected: bytes | None = None,
+    ) -> bool | None:
+        """The usual write in one step under the key's lock: a new version of an entry that
+        is in its home slot (the group's ``first``) and still fits there.
+
+        With ``expected``, only over an entry of the same ``kind``, unexpired at ``now``,
+        that holds ``expected`` (a compare-and-set). True when written; False when the
+        entry holds another value; None when this cannot decide (the key elsewhere or
+        absent, the new version too big, another kind, expired): then ``find`` and ``put``.
+        PERF: half the cost of ``locked``, ``find`` and ``put``, and a shorter hold of the
+        lock, which matters when two workers write one key.
+        """
+        stripe = self._stripes[place.stripe]
+        failed = _trylock(stripe.mutex)
+        if failed:
+            stripe.wait(failed)
+        try:
+            words = self.words
+            tag = place.tag
+            first = place.first
+            seqs = place.seqs
+            for size_class in range(len(seqs)):
+                seq_at = seqs[size_class]
+                found = words[seq_at + 2 + first]
+                if found == tag:
+                    break
+                if found:
+                    return None  # the key may be further on in this group
+            else:
+                return None
+            key = place.key
+            if len(key) + len(value) > SLOT_DATA[size_class]:
+                return None
+            home = place.homes[size_class]
+            current = words[home >> 3]
+            half_bytes = self._halves[size_class]
+            half = home + 8 + current * half_bytes
+            mem = self.mem
+            old_expires, old_kind, key_len, value_len, _, stored = place.head.unpack_from(mem, half)
+            if stored != key or key_len != len(key):
+                return None
+            if expected is not None:
+                if old_kind != kind or old_expires <= now:
+                    return None
+                start = half + _KEY_AT + key_len
+                if mem[start : start + value_len] != expected:
+                    return False
+            half = home + 8 + (current ^ 1) * half_bytes
+            words[seq_at] += 1  # odd: readers of this group read again
+            try:
+                place.head.pack_into(mem, half, expires, kind, key_len, len(value), now, key)
+                start = half + _KEY_AT + key_len
+                mem[start : start + len(value)] = value
+                words[home >> 3] = current ^ 1  # commit: one aligned store
+            finally:
+                words[seq_at] += 1
+            return True
+        finally:
+            _unlock(stripe.mutex)
+
     def remove(self, place: Place, entry: Entry) -> None:
         """Remove ``entry`` (the key's, from ``find``); a tombstone keeps later probes going."""
         words = self.words

@@ -123,11 +123,10 @@ class TableStore:
         expires = _expiry(now, ttl)
         place = self._places.get(key) or self._place(key)
         table = self.table
+        if table.rewrite(place, BYTES, expires, value, now):
+            return  # the usual case, in one step (the key in the table has no master copy)
         with table.locked(place):
-            found = table.find(place)
-            # PERF: a key found in the table (the usual case) has no copy in the master.
-            if found is None or not table.put(place, found, BYTES, expires, value, now):
-                self._store(place, found, BYTES, expires, value)
+            self._store(place, table.find(place), BYTES, expires, value)
 
     def compare_and_set(
         self, key: str, expected: bytes | None, value: bytes, ttl: float | None = None
@@ -140,15 +139,13 @@ class TableStore:
         expires = _expiry(now, ttl)
         place = self._places.get(key) or self._place(key)
         table = self.table
+        if expected is not None:
+            done = table.rewrite(place, BYTES, expires, value, now, expected)
+            if done is not None:
+                return done  # the usual case, in one step
         with table.locked(place):
             found = table.find(place)
-            if found is not None and found.kind == BYTES and found.expires > now:
-                # PERF: the usual case, a value in the table: compared and written here.
-                if found.value != expected:
-                    return False
-                if table.put(place, found, BYTES, expires, value, now):
-                    return True
-            elif self._current(place, found) != expected:
+            if self._current(place, found) != expected:
                 return False
             self._store(place, found, BYTES, expires, value)
             return True
