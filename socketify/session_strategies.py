@@ -26,7 +26,7 @@ import hashlib
 import hmac
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
@@ -270,7 +270,7 @@ class StoreStrategy:
         return True
 
     def _revoke(
-        self, previous: list[tuple[str, float | None]], destroyed: str | None, res: Response
+        self, previous: Sequence[tuple[str, float | None]], destroyed: str | None, res: Response
     ) -> None:
         """Delete the data of the ids the session had before, or of a destroyed session."""
         prefix = self._key_prefix

@@ -48,7 +48,7 @@ from __future__ import annotations
 import functools
 import logging
 import secrets
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -345,9 +345,12 @@ class Session(MutableMapping[str, Any]):
         """The stored bytes this session was loaded from (None for a new session)."""
         return self._raw
 
-    def take_previous(self) -> list[tuple[str, float | None]]:
+    def take_previous(self) -> Sequence[tuple[str, float | None]]:
         """The ids (and JWT expiries) this session had before, to revoke; forgets them."""
-        previous, self._previous = self._previous, []
+        previous = self._previous
+        if not previous:
+            return ()
+        self._previous = []
         return previous
 
     def changes(self) -> dict[str, Any]:
