@@ -11,7 +11,7 @@ Both are bounded, as set in the master's environment: ``SOCKETIFY_STATE_TABLE_MB
 in a process's memory only once touched; ``SOCKETIFY_STATE_MASTER_MB`` (64) caps this
 thread's store. Entries with a TTL are evicted when either is full, written-longest-ago
 first; a value without a TTL never is, and one that finds no room is refused with an error.
-Between turns the thread also sweeps the table a few groups at a time (``SharedTable.sweep``,
+Between turns the thread also sweeps the table a few groups at a time (``workers.table_upkeep``,
 which never waits for a lock) so that expired entries leave it ahead of need.
 
 Theory of operation
@@ -57,6 +57,7 @@ from workers import wire
 from workers.kvstore import DEFAULT_MAX_BYTES, KeyValueStore
 from workers.shm import Ring, RingFull
 from workers.table import SharedTable, groups_for
+from workers.table_upkeep import sweep
 from workers.wire import Op, Status
 
 __all__ = ["Endpoint", "StateServer"]
@@ -224,7 +225,7 @@ class StateServer:
         now = time.monotonic()
         if not self._sweep_cursor and now < self._next_sweep:
             return
-        self._sweep_cursor = self.table.sweep(now, self._sweep_cursor, TABLE_SWEEP_BATCH)
+        self._sweep_cursor = sweep(self.table, now, self._sweep_cursor, TABLE_SWEEP_BATCH)
         if not self._sweep_cursor:
             self._next_sweep = now + TABLE_SWEEP_EVERY
 

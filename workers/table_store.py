@@ -17,7 +17,7 @@ A value without a TTL is never evicted.
 
 A key lives in one place. It goes to the master's store (the *overflow*, a
 ``workers.state.StateClient``) only when the table cannot hold it: a key and value over
-``SharedTable.max_data`` bytes (4 KiB of value), or groups full of entries without a TTL.
+the largest slot's 4 352 bytes (4 KiB of value), or groups full of entries without a TTL.
 The key's group is then marked *spilled*, and from then on every operation on a key of that
 group also consults the master, while holding the group's lock across the round trip, so
 the two places never disagree about a key:
@@ -45,6 +45,7 @@ from typing import Any
 from workers.kvstore import TakeResult, take_result
 from workers.link import StateError
 from workers.table import Entry, Place, SharedTable, Stored
+from workers.table_upkeep import remove_where, select
 
 __all__ = ["TableStore"]
 
@@ -256,7 +257,7 @@ class TableStore:
     def clear_prefix(self, prefix: str) -> int:
         """Remove every value and bucket whose key starts with ``prefix``; how many values."""
         wanted = prefix.encode()
-        removed = self.table.remove_where(lambda stored: _name(stored).startswith(wanted))
+        removed = remove_where(self.table, lambda stored: _name(stored).startswith(wanted))
         now = self._clock()
         count = sum(1 for stored in removed if stored.kind != BUCKET and stored.expires > now)
         if self.table.any_spilled:
@@ -268,10 +269,11 @@ class TableStore:
         wanted = prefix.encode()
         now = self._clock()
         count = len(
-            self.table.select(
+            select(
+                self.table,
                 lambda stored: (
                     stored.kind != BUCKET and stored.expires > now and stored.key.startswith(wanted)
-                )
+                ),
             )
         )
         if self.table.any_spilled:

@@ -152,6 +152,7 @@ def test_the_server_thread_sweeps_expired_entries_out_of_the_table(
     from workers.state import LocalState
     from workers.table import SharedTable
     from workers.table_store import TableStore
+    from workers.table_upkeep import select
 
     monkeypatch.setattr(state_server, "TABLE_SWEEP_EVERY", 0.05)
     sweeping = StateServer(table=SharedTable(groups=(4, 1, 1), stripes=1))
@@ -163,7 +164,7 @@ def test_the_server_thread_sweeps_expired_entries_out_of_the_table(
             store.set(f"k{n}", b"v" * (n * 20), ttl=0.05)  # in every class
         store.set("kept", b"v")
         deadline = time.monotonic() + 10
-        while len(sweeping.table.select(lambda stored: True)) > 1:
+        while len(select(sweeping.table, lambda stored: True)) > 1:
             assert time.monotonic() < deadline, "the expired entries are still there"
             time.sleep(0.02)
         assert store.get("kept") == b"v"

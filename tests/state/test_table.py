@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 from workers.kvstore import KeyValueStore
 from workers.link import StateError
 from workers.state import LocalState
-from workers.table import _GROUP_HEAD, GROUP_SLOTS, SLOT_DATA, SharedTable, groups_for
+from workers.table import GROUP_SLOTS, SLOT_DATA, SharedTable, groups_for
+from workers.table_layout import GROUP_HEAD
 from workers.table_store import TableStore
+from workers.table_upkeep import select, sweep
 
 SMALL, MEDIUM, LARGE = SLOT_DATA
 
@@ -211,16 +213,16 @@ def test_the_sweep_frees_expired_entries_and_shortens_probes(store: TableStore) 
         swept.set(f"e{n}", b"v", ttl=5)
     swept.set("live", b"v", ttl=60)  # the group is full: this evicts one
     clock.now += 10
-    assert table.sweep(clock.now, 0, 1) == 1  # one group per call here
-    assert table.sweep(clock.now, 1, 100) == 0  # the rest: every group visited
+    assert sweep(table, clock.now, 0, 1) == 1  # one group per call here
+    assert sweep(table, clock.now, 1, 100) == 0  # the rest: every group visited
     place = table.place(b"live")
     group_tags = table.words[place.seqs[0] + 2 : place.seqs[0] + 2 + GROUP_SLOTS]
     assert sum(1 for tag in group_tags if tag & 1) == 1  # only the live key is left
     assert swept.get("live") == b"v" and swept.count_prefix("") == 1
     assert swept.delete("live")
-    table.sweep(clock.now, 0, 100)
+    sweep(table, clock.now, 0, 100)
     assert not any(table.words[place.seqs[0] + 2 : place.seqs[0] + 2 + GROUP_SLOTS])
-    assert table.select(lambda stored: True) == []
+    assert select(table, lambda stored: True) == []
 
 
 def test_groups_for_sizes_each_class_to_a_share_of_the_megabytes() -> None:
@@ -366,7 +368,7 @@ def test_a_worker_killed_holding_the_lock_mid_write_leaves_the_old_value_and_a_f
     assert entry is not None
     layout = table.classes[entry.size_class]
     seq_at = place.seqs[entry.size_class]
-    slot = (seq_at << 3) + _GROUP_HEAD + entry.slot * layout.slot
+    slot = (seq_at << 3) + GROUP_HEAD + entry.slot * layout.slot
     spare_half = slot + 8 + (table.words[slot >> 3] ^ 1) * layout.half
 
     def die_mid_write() -> None:
@@ -396,7 +398,7 @@ def test_a_worker_killed_mid_move_leaves_one_whole_copy(store: TableStore) -> No
         table.words[place.seqs[0]] += 1
         words = table.words
         layout = table.classes[1]
-        slot = (place.seqs[1] << 3) + _GROUP_HEAD + place.first * layout.slot
+        slot = (place.seqs[1] << 3) + GROUP_HEAD + place.first * layout.slot
         half = slot + 8 + (words[slot >> 3] ^ 1) * layout.half
         head = struct.pack("<dBBHf", math.inf, 0, len(place.key), 600, 0.0)
         table.mem[half : half + 16 + len(place.key) + 600] = head + place.key + b"n" * 600
@@ -426,7 +428,7 @@ def test_a_worker_killed_mid_eviction_leaves_no_entry_under_another_keys_tag() -
         table.locked(place).__enter__()
         table.words[place.seqs[0]] += 1
         layout = table.classes[0]
-        slot = (place.seqs[0] << 3) + _GROUP_HEAD + victim.slot * layout.slot
+        slot = (place.seqs[0] << 3) + GROUP_HEAD + victim.slot * layout.slot
         half = slot + 8 + (table.words[slot >> 3] ^ 1) * layout.half
         entry = struct.pack("<dBBHf", math.inf, 0, len(place.key), 1, 0.0) + place.key + b"n"
         table.mem[half : half + len(entry)] = entry
@@ -435,7 +437,7 @@ def test_a_worker_killed_mid_eviction_leaves_no_entry_under_another_keys_tag() -
 
     assert os.WIFSIGNALED(in_child(die_mid_eviction))
     assert store.get("newcomer") is None  # repaired on the way: the write never happened
-    assert [stored.key for stored in table.select(lambda s: s.key == b"newcomer")] == []
+    assert [stored.key for stored in select(table, lambda s: s.key == b"newcomer")] == []
     assert store.count_prefix("old") == GROUP_SLOTS - 1  # old0 was being evicted
     store.set("newcomer", b"n", ttl=60)
     assert store.get("newcomer") == b"n" and store.count_prefix("newcomer") == 1
