@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workers.kvstore import KeyValueStore
+from workers.kvstore import ENTRY_OVERHEAD, KeyValueStore
 from workers.link import StateError
 from workers.state import LocalState
 from workers.table import GROUP_SLOTS, SLOT_DATA, SharedTable, groups_for
@@ -155,6 +155,23 @@ def test_groups_full_of_values_without_a_ttl_spill_and_every_key_stays_reachable
     assert store.count_prefix("k") == 60
     assert store.clear_prefix("k") == 60
     assert store.get("k3") is None
+
+
+def test_values_without_a_ttl_that_fit_nowhere_are_refused_with_a_clear_error() -> None:
+    clock = Clock()
+    overflow = LocalState(KeyValueStore(clock, max_bytes=4 * (3 + 1 + ENTRY_OVERHEAD)))
+    store = TableStore(SharedTable(groups=(1, 1, 1), stripes=1), overflow, clock)
+    for n in range(3 * GROUP_SLOTS + 4):  # every slot of the table, then the master's room
+        store.set(f"k{n:02}", b"v")
+    with pytest.raises(StateError, match="full"):
+        store.set("one-more", b"v")
+    with pytest.raises(StateError, match="full"):
+        store.set("one-more", b"v", ttl=60)  # nothing with a TTL anywhere to make room
+    assert store.get("k00") == b"v" and store.get("k51") == b"v"
+    assert store.delete("k51")
+    store.set("k99", b"v", ttl=60)  # the room of the one deleted
+    store.set("k98", b"v", ttl=60)  # evicts k99, the master's only entry with a TTL
+    assert store.get("k99") is None and store.get("k98") == b"v"
 
 
 def test_a_full_group_evicts_the_entry_with_a_ttl_written_longest_ago() -> None:
