@@ -82,7 +82,7 @@ class MemoryStore:
 
     The engine is the same `KeyValueStore` the master's cross-worker store runs, so the
     two cannot drift apart; this adds str keys, a type check and a lock for threaded users.
-    It holds at most `max_bytes` (keys, values and about 200 bytes per entry), evicting
+    It holds at most `max_bytes` (keys, values and about 300 bytes per entry), evicting
     entries with a TTL written longest ago first; `StoreFull` when only entries without a
     TTL are left.
     """

@@ -30,7 +30,7 @@ __all__ = ["DEFAULT_MAX_BYTES", "KeyValueStore", "StoreFull", "TakeResult", "tak
 
 SWEEP_EVERY = 30.0
 DEFAULT_MAX_BYTES = 64 << 20
-ENTRY_OVERHEAD = 200  # bytes: the dict slots, tuple, bytes headers and eviction order of one
+ENTRY_OVERHEAD = 300  # bytes CPython spends on an entry besides its key and value (tracemalloc)
 _BUCKET_COST = 64  # a bucket's three floats, besides its key and the overhead
 _BUCKET_KEY = b"\xff"  # in the eviction order, a bucket's key (no UTF-8 key starts with it)
 
