@@ -116,7 +116,7 @@ HOT_BAR = 0.5  # the shared session's rate over the new-session rate
 HOT_SHORT_BAR = 0.25  # loose: CI machines are noisy
 HOT_WRITERS = 8  # clients that count their own requests in the hot session
 HOT_SHORT_TABLE_MB = 6  # the short version's table: small enough to fill in a second
-HOT_MASTER_MB = (2, 16)  # the master's store when it holds every session (short, full)
+HOT_MASTER_MB = (2, 8)  # the master's store when it holds every session (short, full)
 RSS_SETTLED_KIB = 4096  # full length: past this, RSS still grew in the flood's second half
 # Growth allowed over the whole flood besides the store itself: the per-process caches of
 # places, verified cookies and cookie lines fill up to their caps meanwhile.
@@ -180,10 +180,9 @@ def hot_finish(wrk: subprocess.Popen[str]) -> tuple[float, int]:
 
 
 def hot_writer(port: int, cookie: str, name: str, until: float, answered: dict[str, int]) -> None:
-    """Count this client's requests in its own key of the session, on one connection."""
+    """Count this client's requests in its own key of the session, on one connection
+    (`answered[name]`: how many were answered; None if one failed)."""
     import http.client
-
-    import orjson
 
     from load_tests.harness import HOST
 
@@ -196,13 +195,10 @@ def hot_writer(port: int, cookie: str, name: str, until: float, answered: dict[s
             body = response.read()
             if response.status != 200:
                 raise RuntimeError(f"/hot?c={name}: {response.status} {body[:200]!r}")
-            count += 1
-            mine = orjson.loads(body)["mine"]
-            if mine != count:  # sequential, so it must see its own last write
-                raise RuntimeError(f"client {name}: request {count} saw {mine}")
+            count += 1  # one request at a time: a lost write leaves the key behind this
+        answered[name] = count
     finally:
         conn.close()
-        answered[name] = count
 
 
 def hot_rss(master: int) -> dict[str, int]:
@@ -258,6 +254,8 @@ def hot_run(port: int, master: int, seconds: int) -> HotRun:
     for writer in writers:
         writer.join()
     hot_finish(wrk)
+    if len(answered) < len(writers):
+        raise RuntimeError("a client writing its own key failed (its error is printed above)")
     final = orjson.loads(hot_requests(port, "/hot/peek", cookie)[0])
     kept = {name: final.get(f"c:{name}", 0) for name in answered}
     return HotRun(new_rate, shared_rate, counted, shared_requests, answered, kept, sessions, rss)
