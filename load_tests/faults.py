@@ -181,7 +181,7 @@ def hot_finish(wrk: subprocess.Popen[str]) -> tuple[float, int]:
 
 def hot_writer(port: int, cookie: str, name: str, until: float, answered: dict[str, int]) -> None:
     """Count this client's requests in its own key of the session, on one connection
-    (`answered[name]`: how many were answered; None if one failed)."""
+    (`answered[name]`: how many were answered, set once all were)."""
     import http.client
 
     from load_tests.harness import HOST
