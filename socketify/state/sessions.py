@@ -26,7 +26,23 @@ what was loaded.
 The store strategy's default store is `socketify.state.shared_store.SharedStore`, the store shared
 by every worker of the server (or every host, with `SOCKETIFY_STATE_URL=redis://...`): a
 session saved while answering one request is there for the next request on any worker, and
-outlives the worker that wrote it.
+outlives the worker that wrote it. The shared-memory store keeps a session of up to 4 KiB of
+JSON (with the default `key_prefix`) in memory every worker reads and writes directly; a
+larger one goes through the master's process, slower but kept all the same. Both places
+are bounded: when full they evict the sessions written longest ago (a session always has a
+TTL, so it may be evicted), which is what a flood of anonymous requests runs into.
+
+Concurrent requests on one session (store strategy). Each request writes back only the
+keys it changed: the ones it set or deleted (`session[k] = v`, `del session[k]`, `clear()`)
+and the ones whose value differs from what it loaded (data changed in place). The write is
+a compare-and-set against the bytes the request loaded; when another request saved the
+session meanwhile, it reads the session again, applies its own changes to that and tries
+again (up to `SAVE_TRIES` times, then it saves its version as it is and logs a warning).
+So two requests that change different keys both keep their change, and of two that change
+the same key the last one to save wins. A counter kept in the session therefore loses
+increments under concurrency: count with the store's own `incr` instead (one atomic step).
+A session another request destroyed meanwhile stays destroyed. A custom store without
+`compare_and_set` is written with a plain `set`: the whole session, last writer wins.
 """
 
 from __future__ import annotations
@@ -34,7 +50,7 @@ from __future__ import annotations
 import functools
 import logging
 import secrets
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +59,8 @@ import orjson
 from socketify.core.chain import hooked
 from socketify.core.cookies import build_set_cookie
 from socketify.state.session_strategies import (
+    DELETED,
+    SAVE_TRIES,
     CookieStrategy,
     JwtStrategy,
     SessionTooLarge,
@@ -56,7 +74,16 @@ if TYPE_CHECKING:
     from socketify.core.request import Request
     from socketify.core.response import Response
 
-__all__ = ["Session", "SessionOptions", "SessionTooLarge", "get", "middleware", "new_id"]
+__all__ = [
+    "DELETED",
+    "SAVE_TRIES",
+    "Session",
+    "SessionOptions",
+    "SessionTooLarge",
+    "get",
+    "middleware",
+    "new_id",
+]
 
 log = logging.getLogger("socketify.error")
 
@@ -101,6 +128,9 @@ class SessionOptions:
     jwt_data_claim: str = "data"
     max_cookie_size: int = 4096
     key_prefix: str = "sess:"
+    # With the default store on Redis: at most this many stored sessions (the soonest to
+    # expire go first). The shared-memory store is bounded by its own size.
+    max_sessions: int = 1_000_000
 
     def __post_init__(self) -> None:
         if not isinstance(self.secret, str | bytes) or not self.secret:
@@ -121,6 +151,8 @@ class SessionOptions:
             log.warning("SameSite=None cookies are refused by browsers without cookie_secure")
         if not self.ttl > 0:
             raise ValueError("ttl must be a positive number of seconds")
+        if not (isinstance(self.max_sessions, int) and self.max_sessions > 0):
+            raise ValueError("max_sessions must be a positive number of sessions")
         _ = self._attributes  # an invalid cookie name, path or domain fails here, at start-up
 
     def cookie(self, res: Response, value: str) -> None:
@@ -162,6 +194,7 @@ class Session(MutableMapping[str, Any]):
     """The request's session: a dict of JSON values plus `id`, `is_new` and life-cycle calls."""
 
     __slots__ = (
+        "_changed",
         "_data",
         "_destroyed",
         "_dirty",
@@ -195,6 +228,7 @@ class Session(MutableMapping[str, Any]):
         self._regenerated = False
         self._touched = False
         self._previous: list[tuple[str, float | None]] = []  # identities to revoke
+        self._changed: set[str] | None = None  # keys set or deleted by this request
 
     @classmethod
     def loaded(cls, sid: str, data: dict[str, Any], raw: bytes, cookie_value: str) -> Session:
@@ -215,6 +249,7 @@ class Session(MutableMapping[str, Any]):
         session._regenerated = False
         session._touched = False
         session._previous = []
+        session._changed = None
         return session
 
     # -- the mapping ----------------------------------------------------------------------
@@ -225,10 +260,18 @@ class Session(MutableMapping[str, Any]):
     def __setitem__(self, key: str, value: Any) -> None:
         self._data[key] = value
         self._dirty = True
+        if self._changed is None:
+            self._changed = {key}
+        else:
+            self._changed.add(key)
 
     def __delitem__(self, key: str) -> None:
         del self._data[key]
         self._dirty = True
+        if self._changed is None:
+            self._changed = {key}
+        else:
+            self._changed.add(key)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)
@@ -263,6 +306,7 @@ class Session(MutableMapping[str, Any]):
     def clear(self) -> None:
         """Remove every key."""
         if self._data:
+            self._changed = {*(self._changed or ()), *self._data}
             self._data.clear()
             self._dirty = True
 
@@ -298,6 +342,40 @@ class Session(MutableMapping[str, Any]):
         """Whether `destroy()` was called."""
         return self._destroyed
 
+    @property
+    def dirty(self) -> bool:
+        """Whether a key was set or deleted (data changed in place is not seen here)."""
+        return self._dirty
+
+    @property
+    def loaded_raw(self) -> bytes | None:
+        """The stored bytes this session was loaded from (None for a new session)."""
+        return self._raw
+
+    def take_previous(self) -> Sequence[tuple[str, float | None]]:
+        """The ids (and JWT expiries) this session had before, to revoke; forgets them."""
+        previous = self._previous
+        if not previous:
+            return ()
+        self._previous = []
+        return previous
+
+    def changes(self) -> dict[str, Any]:
+        """What this request changed since the session was loaded: each key it set, deleted
+        or changed in place, with its value now (`DELETED` for a removed key)."""
+        loaded = _loads_object(self._raw) if self._raw is not None else {}
+        changed = self._changed or set()
+        data = self._data
+        out: dict[str, Any] = {
+            key: value
+            for key, value in data.items()
+            if key in changed or key not in loaded or loaded[key] != value
+        }
+        for key in (*loaded, *changed):
+            if key not in data:
+                out[key] = DELETED
+        return out
+
     def encode(self) -> bytes:
         """The data as JSON (what the store strategy saves)."""
         return orjson.dumps(self._data)
@@ -318,6 +396,14 @@ class Session(MutableMapping[str, Any]):
         return f"<Session {self.id} {'new ' if self.is_new else ''}{len(self._data)} keys>"
 
 
+def _loads_object(raw: bytes) -> dict[str, Any]:
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def get(req: Request) -> Session | None:
     """The request's session, or None if the sessions middleware did not run."""
     session = req.locals.get("session")
@@ -327,7 +413,11 @@ def get(req: Request) -> Session | None:
 def middleware(secret: str, strategy: str = "store", **options: Any) -> Callable[..., None]:
     """Load `req.session` before the handler and persist it after (SPEC §1.11 options)."""
     opts = SessionOptions(secret=secret, strategy=strategy, **options)
-    store: Store = opts.store if opts.store is not None else SharedStore()
+    store: Store = (
+        opts.store
+        if opts.store is not None
+        else SharedStore(max_entries=opts.max_sessions, bounded_prefix=opts.key_prefix)
+    )
     impl: Strategy
     if opts.strategy == "store":
         impl = StoreStrategy(opts, store, Session, new_id)

@@ -161,6 +161,12 @@ class SharedStore:
             self._bind()
         self._set(self.namespace + key, value, ttl)
 
+    def compare_and_set(
+        self, key: str, expected: bytes | None, value: bytes, ttl: float | None = None
+    ) -> bool:
+        """Store `value` only if the current value equals `expected` (None: only if absent)."""
+        return bool(self.backend.compare_and_set(self.namespace + key, expected, value, ttl))
+
     def delete(self, key: str) -> bool:
         """Remove `key`; True if it existed."""
         return bool(self.backend.delete(self.namespace + key))

@@ -13,6 +13,9 @@ Contract for implementers:
   on pickling Python objects). Callers encode their own values.
 - `ttl` is in seconds (float); `None` means "no expiry". An expired key is absent for every
   operation, whether or not it has been swept yet.
+- `compare_and_set()` writes only if the value is still the one the caller read, in one
+  atomic step: what lets sessions write back only their own changes (`socketify.state.sessions`).
+  Callers should treat a user's store without it as one offering plain `set` only.
 - `take()` is a token bucket in one atomic step, so N workers sharing one store share one quota.
   A bucket that does not exist is full; a full bucket may be dropped (it is the same as none),
   so an implementation keeps a bucket at most `capacity / refill_per_second` seconds.
@@ -20,6 +23,9 @@ Contract for implementers:
   tests can drive time); a store shared across hosts should ignore it and use its own clock.
 - Methods may block briefly (a network store); under gevent they must only block
   cooperatively.
+- A store should be bounded: the built-in ones hold at most a capacity, evicting entries
+  with a TTL (written longest ago first) and never one without; a write that finds no room
+  raises an error.
 """
 
 from __future__ import annotations
@@ -29,9 +35,9 @@ import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from workers.shared.kvstore import KeyValueStore, TakeResult
+from workers.shared.kvstore import DEFAULT_MAX_BYTES, KeyValueStore, StoreFull, TakeResult
 
-__all__ = ["MemoryStore", "Store", "TakeResult"]
+__all__ = ["MemoryStore", "Store", "StoreFull", "TakeResult"]
 
 
 @runtime_checkable
@@ -44,6 +50,13 @@ class Store(Protocol):
 
     def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         """Store `value` under `key`, replacing it; `ttl` seconds until it expires."""
+        ...
+
+    def compare_and_set(
+        self, key: str, expected: bytes | None, value: bytes, ttl: float | None = None
+    ) -> bool:
+        """Store `value` only if the current value equals `expected` (None: only if absent),
+        atomically; return whether it wrote."""
         ...
 
     def delete(self, key: str) -> bool:
@@ -69,10 +82,15 @@ class MemoryStore:
 
     The engine is the same `KeyValueStore` the master's cross-worker store runs, so the
     two cannot drift apart; this adds str keys, a type check and a lock for threaded users.
+    It holds at most `max_bytes` (keys, values and about 300 bytes per entry), evicting
+    entries with a TTL written longest ago first; `StoreFull` when only entries without a
+    TTL are left.
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._engine = KeyValueStore(clock)
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, max_bytes: int = DEFAULT_MAX_BYTES
+    ) -> None:
+        self._engine = KeyValueStore(clock, max_bytes)
         # Cheap when uncontended, and keeps the store right for threaded (non-gevent) users.
         self._lock = threading.Lock()
 
@@ -87,6 +105,15 @@ class MemoryStore:
             raise TypeError("store values are bytes; encode them first")
         with self._lock:
             self._engine.set(key.encode(), bytes(value), ttl)
+
+    def compare_and_set(
+        self, key: str, expected: bytes | None, value: bytes, ttl: float | None = None
+    ) -> bool:
+        """Store `value` only if the current value equals `expected` (None: only if absent)."""
+        if not isinstance(value, bytes | bytearray | memoryview):
+            raise TypeError("store values are bytes; encode them first")
+        with self._lock:
+            return self._engine.compare_and_set(key.encode(), expected, bytes(value), ttl)
 
     def delete(self, key: str) -> bool:
         """Remove `key`; True if it existed (and had not expired)."""

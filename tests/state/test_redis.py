@@ -295,3 +295,30 @@ def test_under_gevent_the_command_timeout_fires_without_blocking_the_hub(
     assert outcome == "503" and elapsed < 0.1  # the breaker is open: no second wait
     assert b"answering 503 until it returns" in result.stderr
     assert b"Traceback" not in result.stderr
+
+
+def test_sessions_on_redis_stay_within_max_sessions(
+    prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import redis
+
+    from socketify import Server
+    from socketify.state import sessions
+    from socketify.testing import TestClient
+
+    monkeypatch.setenv("SOCKETIFY_STATE_URL", URL)
+    server = Server()
+    server.use(sessions.middleware("s" * 32, key_prefix=prefix + "sess:", max_sessions=5))
+
+    @server.get("/visit")
+    def visit(req, res):  # type: ignore[no-untyped-def]
+        req.session["n"] = req.session.get("n", 0) + 1
+        res.json({"id": req.session.id})
+
+    ids = [TestClient(server).get("/visit").json()["id"] for _ in range(12)]  # anonymous
+    client = redis.Redis.from_url(URL)
+    stored = [key for key in client.scan_iter(match=f"socketify:{prefix}sess:*")]
+    client.close()
+    assert len(set(ids)) == 12
+    assert 0 < len(stored) <= 5  # the oldest were evicted as new ones came
+    assert any(key.decode().endswith(ids[-1]) for key in stored)  # the newest is kept

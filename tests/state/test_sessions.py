@@ -10,10 +10,12 @@ import time
 from typing import Any
 
 import jwt
+import orjson
 import pytest
 
 from socketify import HTTPError, Server
 from socketify.state import sessions
+from socketify.state.stores import MemoryStore
 from socketify.testing import TestClient
 from workers.shared.kvstore import KeyValueStore
 from workers.shared.state import LocalState
@@ -259,3 +261,148 @@ def test_session_reads_answer_from_the_data_and_only_writes_mark_it_dirty() -> N
     assert not session._dirty
     session["n"] = 2
     assert session._dirty and session.data() == {"n": 2, "none": None}
+
+
+# -- concurrent requests on one session ------------------------------------------------------
+
+
+def interleaved(store: Any, *paths: str, save_uninitialized: bool = False) -> TestClient:
+    """Run `paths` at once on one session: every request loads it before any saves it."""
+    import gevent
+
+    server = Server()
+    server.use(sessions.middleware(secret=SECRET, store=store))
+    arrived = gevent.event.Event()
+    waiting = [len(paths)]
+
+    @server.get("/start")
+    def start(req, res):
+        req.session["since"] = "start"
+        req.session["cart"] = []
+        res.send("ok")
+
+    @server.get("/set/:k/:v")
+    def set_value(req, res):
+        req.session[req.params["k"]] = req.params["v"]
+        wait_for_the_others()
+        res.send("ok")
+
+    @server.get("/del/:k")
+    def delete_value(req, res):
+        del req.session[req.params["k"]]
+        wait_for_the_others()
+        res.send("ok")
+
+    @server.get("/append/:v")
+    def append(req, res):
+        req.session["cart"].append(req.params["v"])  # in place: not a recorded set
+        wait_for_the_others()
+        res.send("ok")
+
+    @server.get("/destroy")
+    def destroy(req, res):
+        req.session.destroy()
+        wait_for_the_others()
+        res.send("ok")
+
+    @server.get("/show")
+    def show(req, res):
+        res.json({"data": dict(req.session), "new": req.session.is_new})
+
+    def wait_for_the_others() -> None:
+        waiting[0] -= 1
+        if not waiting[0]:
+            arrived.set()
+        arrived.wait(5)
+
+    first = TestClient(server)
+    first.get("/start")
+    clients = []
+    for path in paths:
+        client = TestClient(server)
+        client.cookies.update(first.cookies)
+        clients.append(gevent.spawn(client.get, path))
+    gevent.joinall(clients, raise_error=True)
+    return first
+
+
+def test_concurrent_requests_that_change_different_keys_both_keep_their_change() -> None:
+    client = interleaved(LocalState(), "/set/a/1", "/set/b/2", "/append/x", "/del/since")
+    assert client.get("/show").json()["data"] == {"a": "1", "b": "2", "cart": ["x"]}
+
+
+def test_of_two_concurrent_requests_changing_one_key_the_last_to_save_wins() -> None:
+    client = interleaved(LocalState(), "/set/a/first", "/set/a/second", "/set/b/2")
+    data = client.get("/show").json()["data"]
+    assert data["a"] in ("first", "second") and data["b"] == "2"
+
+
+def test_a_session_destroyed_meanwhile_is_not_brought_back_by_another_request() -> None:
+    client = interleaved(LocalState(), "/destroy", "/set/a/1")
+    assert client.get("/show").json() == {"data": {}, "new": True}
+
+
+class PlainStore:
+    """A user's store written before compare_and_set existed."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
+
+    def get(self, key: str) -> bytes | None:
+        return self.inner.get(key)
+
+    def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
+        self.inner.set(key, value, ttl)
+
+    def delete(self, key: str) -> bool:
+        return self.inner.delete(key)
+
+
+def test_a_store_without_compare_and_set_gets_the_whole_session_last_writer_wins() -> None:
+    client = interleaved(PlainStore(), "/set/a/1", "/set/b/2")
+    data = client.get("/show").json()["data"]
+    assert ("a" in data) != ("b" in data)  # one request's whole session replaced the other's
+
+
+class ContendedStore(MemoryStore):
+    """A store where some other request saves the session before every compare-and-set."""
+
+    def compare_and_set(
+        self, key: str, expected: bytes | None, value: bytes, ttl: float | None = None
+    ) -> bool:
+        current = orjson.loads(self.get(key) or b"{}")
+        current["other"] = current.get("other", 0) + 1
+        self.set(key, orjson.dumps(current), ttl)
+        return super().compare_and_set(key, expected, value, ttl)
+
+
+def test_a_save_that_keeps_losing_the_race_saves_its_version_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = ContendedStore()
+    client, _ = make(store=store)
+    client.get("/set/a/1")
+    with caplog.at_level("WARNING", logger="socketify.error"):
+        client.get("/set/b/2")
+    sid = client.cookies["sid"].split(".")[0]
+    saved = orjson.loads(store.get("sess:" + sid) or b"{}")
+    assert saved == {"a": "1", "b": "2", "other": sessions.SAVE_TRIES}
+    assert [r.getMessage() for r in caplog.records if "saving that one's" in r.getMessage()]
+
+
+def test_changes_name_what_the_request_set_deleted_or_changed_in_place() -> None:
+    raw = b'{"keep":1,"gone":2,"list":[1],"same":3}'
+    session = sessions.Session.loaded("a" * 32, orjson.loads(raw), raw, "cookie")
+    assert session.changes() == {}
+    session["same"] = 3  # set, even to the value it had: the request's own
+    del session["gone"]
+    session["list"].append(2)
+    session["new"] = True
+    assert session.changes() == {
+        "same": 3,
+        "gone": sessions.DELETED,
+        "list": [1, 2],
+        "new": True,
+    }
+    session.clear()
+    assert set(session.changes()) == {"keep", "gone", "list", "same", "new"}

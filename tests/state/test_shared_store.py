@@ -49,7 +49,7 @@ def test_a_store_without_a_namespace_answers_through_its_backend_and_a_child_reb
 
 
 def test_every_backend_and_path_answers_take_with_a_take_result() -> None:
-    table_store = TableStore(SharedTable(groups=1, stripes=1), LocalState())
+    table_store = TableStore(SharedTable(groups=(1, 1, 1), stripes=1), LocalState())
     stores: list[Any] = [SharedStore(), SharedStore("ns:"), LocalState(), table_store]
     for store in stores:
         for key in ("take-result", "k" * 230):  # a fast path, and one too long for it

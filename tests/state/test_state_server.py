@@ -110,3 +110,63 @@ def test_a_failing_operation_is_answered_with_an_error(server: StateServer) -> N
     assert wire.decode_answer(answers[1])[:2] == (6, Status.ERROR)
     assert b"not an integer" in wire.decode_answer(answers[1])[2]
     assert ask(a, 7, Op.PING, b"") == b""  # and the server keeps serving
+
+
+def test_compare_and_set_is_one_step_in_the_master(server: StateServer) -> None:
+    a, b = server.attach(1), server.attach(2)
+    cas = wire.compare_and_set_args
+    assert ask(a, 1, Op.COMPARE_AND_SET, b"k", cas(60.0, None, b"first")) == b"\x01"
+    assert ask(b, 1, Op.COMPARE_AND_SET, b"k", cas(60.0, None, b"again")) == b"\x00"
+    assert ask(b, 2, Op.COMPARE_AND_SET, b"k", cas(wire.NO_TTL, b"first", b"")) == b"\x01"
+    assert ask(a, 2, Op.GET, b"k") == b""
+    assert ask(a, 3, Op.COMPARE_AND_SET, b"k", cas(60.0, b"", b"x" * 50)) == b"\x01"
+    assert ask(b, 3, Op.GET, b"k") == b"x" * 50
+
+
+def test_the_table_and_the_masters_store_are_sized_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from workers.shared.kvstore import DEFAULT_MAX_BYTES
+    from workers.shared.table import DEFAULT_GROUPS, groups_for
+
+    monkeypatch.setenv("SOCKETIFY_STATE_TABLE_MB", "6")
+    monkeypatch.setenv("SOCKETIFY_STATE_MASTER_MB", "1.5")
+    sized = StateServer()
+    assert sized.table is not None and sized.table.groups == groups_for(6)
+    assert sized.store.max_bytes == 3 << 19
+    sized.stop()
+    monkeypatch.setenv("SOCKETIFY_STATE_TABLE_MB", "lots")
+    monkeypatch.setenv("SOCKETIFY_STATE_MASTER_MB", "-1")
+    with caplog.at_level("ERROR", logger="socketify.state"):
+        fallback = StateServer()
+    assert fallback.table is not None and fallback.table.groups == DEFAULT_GROUPS
+    assert fallback.store.max_bytes == DEFAULT_MAX_BYTES
+    assert len([r for r in caplog.records if "not a positive number" in r.getMessage()]) == 2
+    fallback.stop()
+
+
+def test_the_server_thread_sweeps_expired_entries_out_of_the_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from workers.shared import state_server
+    from workers.shared.state import LocalState
+    from workers.shared.table import SharedTable
+    from workers.shared.table_store import TableStore
+    from workers.shared.table_upkeep import select
+
+    monkeypatch.setattr(state_server, "TABLE_SWEEP_EVERY", 0.05)
+    sweeping = StateServer(table=SharedTable(groups=(4, 1, 1), stripes=1))
+    sweeping.start()
+    try:
+        assert sweeping.table is not None
+        store = TableStore(sweeping.table, LocalState())
+        for n in range(40):
+            store.set(f"k{n}", b"v" * (n * 20), ttl=0.05)  # in every class
+        store.set("kept", b"v")
+        deadline = time.monotonic() + 10
+        while len(select(sweeping.table, lambda stored: True)) > 1:
+            assert time.monotonic() < deadline, "the expired entries are still there"
+            time.sleep(0.02)
+        assert store.get("kept") == b"v"
+    finally:
+        sweeping.stop()

@@ -94,6 +94,37 @@ def test_kill_9_under_load_loses_no_session_and_limits_stay_global(server: LiveS
     assert statuses.count(429) == 40
 
 
+def test_concurrent_requests_on_one_session_across_workers_keep_each_others_keys(
+    server: LiveServer,
+) -> None:
+    _, _, cookie = fetch(server, "/mark/first")
+    problems: list[str] = []
+    pids: set[int] = set()
+
+    def client(name: str) -> None:
+        for expected in range(1, 151):
+            try:
+                status, data, _ = fetch(server, f"/mark/{name}", cookie)
+            except (OSError, http.client.HTTPException) as exc:
+                problems.append(f"{name}: {exc!r}")
+                return
+            if status != 200 or data["mine"] != expected:  # its own last write, always
+                problems.append(f"{name}: request {expected} answered {status} {data}")
+                return
+            pids.add(data["pid"])
+
+    threads = [threading.Thread(target=client, args=(f"c{n}",)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not problems, problems[:3]
+    assert len(pids) == 2  # both workers wrote the session
+    data = fetch(server, "/session-data", cookie)[1]
+    assert {name: data[name] for name in data if name[0] == "c"} == {f"c{n}": 150 for n in range(6)}
+    assert data["first"] == 1
+
+
 def test_without_the_table_the_master_serves_every_operation() -> None:
     env = {"SOCKETIFY_STATE_TABLE": "0"}
     with LiveServer("apps.state_app:server", workers=2, cwd=HERE, env=env) as live:

@@ -14,8 +14,12 @@ bytes; keys are ``str``. ``LocalState`` offers the same methods on an in-process
 ``KeyValueStore`` for a process without a master (``workers=0``, tests), so callers need not
 care which they have.
 
+``compare_and_set(key, expected, value, ttl)`` writes only over the value the caller read
+(None: only if absent), in one step, and says whether it wrote.
+
 ``StateError`` is raised for a refused operation (a non-integer ``incr``, a bad TTL, a value
-over the rings' record limit); ``StateUnavailable`` when the master does not answer in time.
+over the rings' record limit, a store full of values without a TTL); ``StateUnavailable``
+when the master does not answer in time.
 """
 
 from __future__ import annotations
@@ -64,6 +68,9 @@ class StateOps(Protocol):
 
     def get(self, key: str) -> bytes | None: ...
     def set(self, key: str, value: bytes, ttl: float | None = None) -> None: ...
+    def compare_and_set(
+        self, key: str, expected: bytes | None, value: bytes, ttl: float | None = None
+    ) -> bool: ...
     def delete(self, key: str) -> bool: ...
     def incr(self, key: str, amount: int = 1, ttl: float | None = None) -> int: ...
     def take(
@@ -106,6 +113,22 @@ class StateClient:
         # Posted, not waited for: the master applies it before answering any request that
         # could have been caused by what this worker does next (see workers.shared.state_server).
         self._link.post(Op.SET, key.encode(), args)
+
+    def compare_and_set(
+        self, key: str, expected: bytes | None, value: bytes, ttl: float | None = None
+    ) -> bool:
+        """Store ``value`` only if the value now is ``expected`` (None: only if absent);
+        whether it did (one step in the master)."""
+        if not isinstance(value, bytes | bytearray | memoryview):
+            raise TypeError("store values are bytes; encode them first")
+        size = len(value) + (len(expected) if expected is not None else 0)
+        if size > self.max_value:
+            raise StateError(
+                f"a compare-and-set of {size} bytes exceeds the cross-worker store's limit of "
+                f"{self.max_value} bytes"
+            )
+        args = wire.compare_and_set_args(_ttl(ttl), expected, bytes(value))
+        return self._request(Op.COMPARE_AND_SET, key.encode(), args)[1] == b"\x01"
 
     def delete(self, key: str) -> bool:
         """Remove ``key``; True if it existed."""
@@ -158,6 +181,17 @@ class LocalState:
         except ValueError as exc:
             raise StateError(str(exc)) from None
 
+    def compare_and_set(
+        self, key: str, expected: bytes | None, value: bytes, ttl: float | None = None
+    ) -> bool:
+        """Store ``value`` only if the value now is ``expected`` (None: only if absent)."""
+        if not isinstance(value, bytes | bytearray | memoryview):
+            raise TypeError("store values are bytes; encode them first")
+        try:
+            return self._store.compare_and_set(key.encode(), expected, bytes(value), ttl)
+        except ValueError as exc:
+            raise StateError(str(exc)) from None
+
     def delete(self, key: str) -> bool:
         """Remove ``key``; True if it existed."""
         return self._store.delete(key.encode())
@@ -173,7 +207,10 @@ class LocalState:
         self, key: str, capacity: float, refill_per_second: float, now: float | None = None
     ) -> TakeResult:
         """Token bucket in one step: ``(allowed, remaining, reset_seconds)``."""
-        return self._store.take(key.encode(), capacity, refill_per_second, now)
+        try:
+            return self._store.take(key.encode(), capacity, refill_per_second, now)
+        except ValueError as exc:  # full of values without a TTL
+            raise StateError(str(exc)) from None
 
     def clear_prefix(self, prefix: str) -> int:
         """Remove every key starting with ``prefix``."""

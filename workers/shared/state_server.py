@@ -1,11 +1,18 @@
 """The master's state server: one thread that owns the store and relays the bus.
 
-Most store operations never come here: workers run them on the shared table the server makes
-before the first fork (``workers.shared.table``, ``workers.shared.table_store``). This thread's
-store holds
-what the table cannot (values too large for a slot, keys of a group that filled up), and the
-worker that needs such a key asks for it as below. With ``SOCKETIFY_STATE_TABLE=0`` in the
-master's environment there is no table and this thread serves every operation.
+Most store operations never come here: workers run them on the shared table the server makes before
+the first fork (``workers.shared.table``, ``workers.shared.table_store``). This thread's store holds
+what the table cannot (values over 4 KiB, keys of groups full of values without a TTL), and the
+worker that needs such a key asks for it as below. With ``SOCKETIFY_STATE_TABLE=0`` in the master's
+environment there is no table and this thread serves every operation.
+
+Both are bounded, as set in the master's environment: ``SOCKETIFY_STATE_TABLE_MB`` (about 100 MiB by
+default, see ``workers.shared.table.DEFAULT_GROUPS``) sizes the table, whose pages count in a
+process's memory only once touched; ``SOCKETIFY_STATE_MASTER_MB`` (64) caps this thread's store.
+Entries with a TTL are evicted when either is full, written-longest-ago first; a value without a TTL
+never is, and one that finds no room is refused with an error. Between turns the thread also sweeps
+the table a few groups at a time (``workers.shared.table_upkeep``, which never waits for a lock) so
+that expired entries leave it ahead of need.
 
 Theory of operation
 -------------------
@@ -41,14 +48,16 @@ import math
 import os
 import select
 import threading
+import time
 import weakref
 from collections import deque
 from dataclasses import dataclass
 
 from workers.shared import wire
-from workers.shared.kvstore import KeyValueStore
+from workers.shared.kvstore import DEFAULT_MAX_BYTES, KeyValueStore
 from workers.shared.shm import Ring, RingFull
-from workers.shared.table import SharedTable
+from workers.shared.table import SharedTable, groups_for
+from workers.shared.table_upkeep import sweep
 from workers.shared.wire import Op, Status
 
 __all__ = ["Endpoint", "StateServer"]
@@ -61,6 +70,10 @@ BACKLOG_LIMIT = 64 << 20
 IDLE_WAIT = Ring.WAIT_BOUND  # seconds: bounds a lost wake-up (see workers.shared.shm)
 BACKLOG_WAIT = 0.001  # poll period while some worker has a backlog to flush
 TABLE_ENV = "SOCKETIFY_STATE_TABLE"  # "0": no shared table, the master serves every operation
+TABLE_MB_ENV = "SOCKETIFY_STATE_TABLE_MB"  # the table's size in MiB
+MASTER_MB_ENV = "SOCKETIFY_STATE_MASTER_MB"  # the capacity of this thread's store in MiB
+TABLE_SWEEP_EVERY = 30.0  # seconds from one sweep of the whole table to the next
+TABLE_SWEEP_BATCH = 32  # groups swept per turn of the loop (about a millisecond)
 
 
 @dataclass(frozen=True)
@@ -94,10 +107,9 @@ class StateServer:
         store: KeyValueStore | None = None,
         table: SharedTable | None = None,
     ) -> None:
-        self.store = store if store is not None else KeyValueStore()
-        # Workers run most store operations on this table themselves
-        # (``workers.shared.table_store``);
-        # this thread's store holds what does not fit there.
+        self.store = store if store is not None else KeyValueStore(max_bytes=_master_bytes())
+        # orkers run most store operations on this table themselves
+        # (``workers.shared.table_store``); this thread's store holds what does not fit there.
         self.table = table if table is not None else _make_table()
         self._ring_capacity = ring_capacity
         self._max_record = max_record
@@ -112,6 +124,8 @@ class StateServer:
         self._thread: threading.Thread | None = None
         self._running = False
         self._forking: Endpoint | None = None
+        self._sweep_cursor = 0
+        self._next_sweep = time.monotonic() + TABLE_SWEEP_EVERY
         ref = weakref.ref(self)
         os.register_at_fork(after_in_child=lambda: _in_child(ref))
 
@@ -187,6 +201,7 @@ class StateServer:
     def _serve(self) -> None:
         while self._running:
             self._apply_changes()
+            self._sweep_table()
             if self._pump():
                 continue
             peers = list(self._peers.values())
@@ -202,6 +217,17 @@ class StateServer:
                         os.eventfd_read(self._control)
                     except BlockingIOError:
                         pass
+
+    def _sweep_table(self) -> None:
+        """Sweep the next few groups of the table when a sweep is due."""
+        if self.table is None:
+            return
+        now = time.monotonic()
+        if not self._sweep_cursor and now < self._next_sweep:
+            return
+        self._sweep_cursor = sweep(self.table, now, self._sweep_cursor, TABLE_SWEEP_BATCH)
+        if not self._sweep_cursor:
+            self._next_sweep = now + TABLE_SWEEP_EVERY
 
     def _apply_changes(self, attach_only: bool = False) -> None:
         with self._lock:
@@ -324,6 +350,10 @@ class StateServer:
             (ttl,) = wire.F64.unpack_from(args)
             store.set(key, bytes(args[wire.F64.size :]), _ttl(ttl))
             return Status.OK, b""
+        if op == Op.COMPARE_AND_SET:
+            ttl, expected, value = wire.decode_compare_and_set(args)
+            done = store.compare_and_set(key, expected, value, _ttl(ttl))
+            return Status.OK, b"\x01" if done else b"\x00"
         if op == Op.DELETE:
             return Status.OK, b"\x01" if store.delete(key) else b"\x00"
         if op == Op.INCR:
@@ -359,11 +389,33 @@ def _ttl(value: float) -> float | None:
 def _make_table() -> SharedTable | None:
     if os.environ.get(TABLE_ENV, "1") == "0":
         return None  # every operation through this thread (to compare, or by choice)
+    megabytes = _megabytes(TABLE_MB_ENV)
     try:
-        return SharedTable()
+        return SharedTable() if megabytes is None else SharedTable(groups_for(megabytes))
     except (OSError, AttributeError) as exc:  # no memfd, or a C library without robust mutexes
         log.warning("no shared table (%s): every store operation goes to the master", exc)
         return None
+
+
+def _master_bytes() -> int:
+    megabytes = _megabytes(MASTER_MB_ENV)
+    return DEFAULT_MAX_BYTES if megabytes is None else int(megabytes * (1 << 20))
+
+
+def _megabytes(name: str) -> float | None:
+    """A size in MiB from the environment variable ``name``; None when it is not set (or
+    not a size: that is logged, and the default applies)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        megabytes = float(text)
+    except ValueError:
+        megabytes = math.nan
+    if not 0 < megabytes < math.inf:
+        log.error("%s=%r is not a positive number of MiB; using the default", name, text)
+        return None
+    return megabytes
 
 
 def _close(endpoint: Endpoint) -> None:

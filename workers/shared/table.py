@@ -3,426 +3,486 @@
 Theory of operation
 -------------------
 The master makes one ``SharedTable`` before the first fork (a memfd mapped ``MAP_SHARED``), so
-every worker, and every worker respawned later, maps the same pages. A key hashes to a *home*
-slot; its *group* is the ``GROUP_SLOTS`` slots around it, and it lives in that group or not in
-the table at all (linear probing that wraps inside the group). The hash is Python's own:
-every process that maps the table is a fork of the one that made it, so all share the seed.
+every worker, and every worker respawned later, maps the same pages (``workers.shared.table_layout``
+says where everything is). A key has one group of ``GROUP_SLOTS`` slots in each of three
+size classes (240, 1 088 and 4 352 bytes of key and value) and lives in at most one slot of
+the whole table: its group's *first* slot or after it (probing wraps inside the group and
+stops at a never-used slot). A new entry goes to the smallest class it fits, in a free,
+removed or expired slot of its group; else the entry of that group written longest ago
+*among those with an expiry* is evicted (never one without: the store's values without a
+TTL); else the next larger class is tried; else ``put`` says so and the caller keeps the
+entry elsewhere (the master, see ``workers.shared.table_store``). So memory is fixed, and the table
+is a bounded cache for entries with a TTL.
 
-Writers take the group's lock: one of ``stripes`` process-shared *robust* pthread mutexes
-(group number modulo ``stripes``) kept in the table's own header and called through
-``ctypes``. An uncontended lock and unlock are two atomic instructions in the C library, no
-system call. Nothing waits in the kernel: ``pthread_mutex_trylock``, a few quick retries, then
-cooperative sleeps (``pause``: gevent's sleep in a worker), bounded by ``LOCK_TIMEOUT``. A
-greenlet that holds a lock across a wait (``hold``) keeps the other greenlets of its process
-out too, because a mutex held by this thread is busy for this thread as well. When the owner
-of a mutex dies, even by ``kill -9``, the kernel marks it (the robust futex list); the next
-``trylock`` then succeeds with ``EOWNERDEAD`` and repairs what the owner left (below).
+Writers take the key's lock, ``with table.locked(place):``: a robust process-shared mutex
+(``workers.shared.mutex``) that all the key's groups share. ``rewrite`` does the usual write
+(the key in its first slot) in one step under it.
 
-Readers take no lock. Each group has a sequence word that a writer makes odd before it touches
-the group and even after; a reader reads it, reads the slot, and reads it again: a change (or
-an odd value) means "read again", and after ``READ_TRIES`` the reader takes the lock. That needs
-loads to stay in program order and stores too, which x86-64 guarantees; elsewhere ``read``
-always takes the lock. Only values are read this way: nothing reads a token bucket without
-its lock, so rewriting a bucket in the slot it already has may leave the sequence word alone
-(``workers.shared.table_store``), as no reader of another key looks at that slot.
+Readers take no lock. Each group has a sequence word that a writer makes odd before it
+touches the group and even after; ``read`` reads the sequence word of the key's group in
+one class, looks there, and reads it again: a change (or an odd value) means "read again",
+and after ``READ_TRIES`` the reader takes the lock. It looks in the classes smallest first,
+and an entry only ever moves to a larger class (a value that shrinks keeps its slot), its
+new slot tagged before the old one is freed: so a key that is there throughout is found.
+That needs loads to stay in program order and stores too, which x86-64 guarantees;
+elsewhere ``read`` always takes the lock.
 
-The lock calls are the cost floor of every write (about 0.2 µs each through ``ctypes``), so
-callers that repeat keys keep a key's ``place`` (hash, group, lock, offsets) and do the
-common case themselves in a few word and struct operations.
+A writer killed while holding the lock must leave the table readable. Each slot therefore
+has two *halves* and a control word saying which half is current: a write fills the other
+half, then flips the word with one aligned 8-byte store, and a new key becomes visible when
+its tag (its hash, always odd) is stored, last. A write cut short leaves the previous
+version, never a torn one. Whoever next takes the lock gets ``EOWNERDEAD`` and runs
+``owner_died``: it makes the sequence words even again, keeps only the copy in the smaller
+class of a key that was being moved (both are whole), and frees a slot that was being given
+to a new key (its new half under the old key's tag). A removed key leaves a tombstone tag
+so that probing goes on past it.
 
-A writer killed while holding the lock must leave the group readable. Each slot therefore has
-two *halves* and a control word saying which half is current: a write fills the other half,
-then flips the word with one aligned 8-byte store, and a new key becomes visible when its tag
-(its hash, always odd) is stored, last. A write cut short leaves the previous version, never a
-torn one; the sequence words it may have left odd are made even again by whoever next gets
-its lock with ``EOWNERDEAD``. A removed key leaves a tombstone tag so that probing goes on
-past it.
+Expired entries are reclaimed by the writes that need their slots, and ahead of time by the
+sweep of ``workers.shared.table_upkeep`` (with the scans of the whole table).
 
-Layout: a header (word 0: some group has spilled; then one 64-byte mutex per stripe), then
-the groups. A group is
-``seq``, ``spilled`` (keys of this group may live in the master's store, see
-``workers.shared.table_store``), ``GROUP_SLOTS`` tags, then the slots. A slot is its control
-word and two halves; a half is ``expires:f64 kind:u8 key_len:u8 value_len:u16``, 4 spare bytes, then
-the key and the value, at most ``SLOT_DATA`` bytes together.
-
-This module knows slots, not store semantics (``workers.shared.table_store`` has those).
+This module knows slots, locks and eviction, not store semantics (``workers.shared.table_store``
+has those): ``kind`` is opaque here, and an entry "has an expiry" when ``expires`` is finite.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import errno
+import math
 import mmap
 import os
 import platform
-import struct
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from workers.shared.mutex import MUTEX_BYTES, SharedMutex, make_mutexes, trylock, unlock
+from workers.shared.table_layout import (
+    DEFAULT_GROUPS,
+    GROUP_HEAD,
+    GROUP_SLOTS,
+    HALF_HEAD,
+    KEY_AT,
+    LAST,
+    MAX_KEY,
+    MUTEXES_AT,
+    SLOT_DATA,
+    TAG_MASK,
+    TOMB,
+    Entry,
+    Layout,
+    Place,
+    Stored,
+    groups_for,
+)
+
 __all__ = [
+    "DEFAULT_GROUPS",
     "GROUP_SLOTS",
-    "HALF",
-    "KEY_AT",
     "MAX_KEY",
     "SLOT_DATA",
     "Entry",
     "Place",
     "SharedTable",
-    "TableBusy",
-    "mutex_trylock",
-    "mutex_unlock",
+    "Stored",
+    "groups_for",
 ]
 
-GROUP_SLOTS = 16
-SLOT_DATA = 240  # key + value bytes one half holds
-MAX_KEY = 255  # a half stores the key length in one byte
-DEFAULT_GROUPS = 4096  # 65 536 slots, about 35 MB of address space (pages used on first touch)
 DEFAULT_STRIPES = 32
-LOCK_TIMEOUT = 10.0  # seconds a caller waits for a lock before giving up (a stuck worker)
-QUICK_TRIES = 32  # lock attempts before the first cooperative sleep
 READ_TRIES = 8  # lock-free read attempts before a reader takes the lock
 LOCK_FREE_READS = platform.machine() in ("x86_64", "AMD64")  # loads and stores stay ordered
 
-_MUTEX = 64  # room for a pthread_mutex_t (40 bytes on x86-64 glibc), one cache line
-_MAX_STRIPES = 256
-_HEADER = 64 + _MAX_STRIPES * _MUTEX
-try:
-    _LIBC: Any = ctypes.CDLL(None, use_errno=True)
-    # PERF: the lock calls run per store operation. Through PyDLL (the GIL kept: they never
-    # block) with no argtypes, given prebuilt ``c_void_p`` objects, a trylock and unlock pair
-    # costs about half what CDLL with argtypes and errno swapping does.
-    _FAST: Any = ctypes.PyDLL(None)
-    mutex_trylock: Any = _FAST.pthread_mutex_trylock
-    mutex_unlock: Any = _FAST.pthread_mutex_unlock
-    _consistent: Any = _FAST.pthread_mutex_consistent
-except (OSError, AttributeError):  # a C library without robust mutexes: no table here
-    _LIBC = mutex_trylock = mutex_unlock = _consistent = None
-_PTHREAD_PROCESS_SHARED = 1
-_PTHREAD_MUTEX_ROBUST = 1
-_HALF_HEAD = struct.Struct("<dBBH4x")  # expires, kind, key length, value length
-KEY_AT = _HALF_HEAD.size
-_KEY_LEN_AT = 9  # offset of key_len in a half
-HALF = _HALF_HEAD.size + SLOT_DATA
-_SLOT = 8 + 2 * HALF
-_GROUP_HEAD = 16 + 8 * GROUP_SLOTS  # seq, spilled, tags
-_GROUP = _GROUP_HEAD + GROUP_SLOTS * _SLOT
-_WORDS_PER_GROUP = _GROUP // 8
-_LAST = GROUP_SLOTS - 1
-
-_TOMB = 2  # a removed key's tag (live tags are odd, free ones 0)
-_TAG_MASK = (1 << 64) - 1
-
-# One entry as read from a slot: (slot number in its group, kind, expires, value).
-Entry = tuple[int, int, float, bytes]
-
-
-def _group_at(home: int) -> int:
-    """The byte offset of the group that home slot ``home`` belongs to.
-
-    A group starts with its sequence word, its spill flag, then one tag word per slot.
-    """
-    return _HEADER + (home // GROUP_SLOTS) * _GROUP
-
-
-# What a caller may cache about a key (``place``): the key, its home slot, its tag, its
-# group's mutex, the word indexes of the group's sequence word (the ``spilled`` word follows
-# it), of the home slot's tag and of its control word, and the byte offset of the home slot's
-# first half (the second is ``HALF`` bytes further).
-Place = tuple[bytes, int, int, Any, int, int, int, int]
-
-
-class TableBusy(Exception):
-    """A group lock stayed taken for ``LOCK_TIMEOUT`` seconds (its holder is stuck)."""
+# PERF: ``_entry(Entry, (...))`` builds one in a single C call (NamedTuple's ``__new__`` is
+# Python code), once per read.
+_entry: Any = tuple.__new__
 
 
 class SharedTable:
-    """Groups of double-buffered slots in memory shared across ``fork()`` (module doc)."""
+    """Size classes of double-buffered slots in memory shared across ``fork()`` (module doc)."""
 
-    def __init__(self, groups: int = DEFAULT_GROUPS, stripes: int = DEFAULT_STRIPES) -> None:
-        if groups < 1 or groups & (groups - 1):
-            raise ValueError("groups must be a power of two")
-        if not 1 <= stripes <= _MAX_STRIPES or stripes & (stripes - 1):
-            raise ValueError(f"stripes must be a power of two up to {_MAX_STRIPES}")
-        if _LIBC is None:
-            raise OSError("the C library offers no robust process-shared mutexes")
-        self.groups = groups
-        self.stripes = min(stripes, groups)
-        self._home_mask = groups * GROUP_SLOTS - 1
-        self._stripe_mask = self.stripes - 1
-        size = _HEADER + groups * _GROUP
+    def __init__(
+        self, groups: Sequence[int] = DEFAULT_GROUPS, stripes: int = DEFAULT_STRIPES
+    ) -> None:
+        self.layout = layout = Layout(groups, stripes)
+        self.classes = layout.classes
+        self.stripes = layout.stripes
+        self.size = layout.size
+        self._sizes = tuple((c.slot, c.half) for c in self.classes)  # for the lookups' sake
+        self._halves = tuple(c.half for c in self.classes)
         self._memfd = os.memfd_create("socketify-table", os.MFD_CLOEXEC)
-        os.ftruncate(self._memfd, size)
-        self.mem = mmap.mmap(self._memfd, size)
+        os.ftruncate(self._memfd, self.size)
+        self.mem = mmap.mmap(self._memfd, self.size)
         self.words = memoryview(self.mem).cast("Q")
         # How a waiter sleeps: a worker's ``workers.shared.link.Link`` makes this gevent's sleep, so
         # the other greenlets (maybe the one holding the lock) run meanwhile.
         self.pause: Callable[[float], None] = time.sleep
         base = ctypes.addressof(ctypes.c_char.from_buffer(self.mem))
-        addresses = [base + 64 + n * _MUTEX for n in range(self.stripes)]
-        _init_mutexes(addresses)
-        self._mutexes = [ctypes.c_void_p(address) for address in addresses]
+        addresses = [base + MUTEXES_AT + n * MUTEX_BYTES for n in range(self.stripes)]
+        self._stripes = make_mutexes(self, addresses)
 
-    def locate(self, key: bytes) -> tuple[int, int]:
-        """``(home slot, tag)`` of ``key``; its group is ``home // GROUP_SLOTS``."""
-        code = hash(key) & _TAG_MASK
-        return code & self._home_mask, code | 1
+    @property
+    def groups(self) -> tuple[int, ...]:
+        """The group count of each size class."""
+        return tuple(size_class.groups for size_class in self.classes)
 
     def place(self, key: bytes) -> Place:
-        """Where ``key`` goes, computed once for a caller to keep (see ``Place``)."""
-        code = hash(key) & _TAG_MASK
-        home = code & self._home_mask
-        group_at = _group_at(home)
-        first = home & _LAST
-        slot = group_at + _GROUP_HEAD + first * _SLOT
-        return (
-            key,
-            home,
-            code | 1,
-            self._mutexes[(home // GROUP_SLOTS) & self._stripe_mask],
-            group_at >> 3,
-            (group_at >> 3) + 2 + first,
-            slot >> 3,
-            slot + 8,
-        )
+        """Where ``key`` goes (its groups and lock), for the caller to keep and pass back."""
+        return self.layout.place(key)
 
-    # -- locking ---------------------------------------------------------------------------
-
-    def lock(self, home: int) -> Any:
-        """Take the lock of ``home``'s group (cooperatively); returns what ``unlock`` takes."""
-        mutex = self._mutexes[(home // GROUP_SLOTS) & self._stripe_mask]
-        failed = mutex_trylock(mutex)
-        if failed:
-            self.wait_lock(mutex, failed)
-        return mutex
-
-    def unlock(self, mutex: Any) -> None:
-        """Release a lock taken by ``lock``."""
-        mutex_unlock(mutex)
-
-    @contextlib.contextmanager
-    def hold(self, home: int) -> Iterator[None]:
-        """Hold ``home``'s group lock across cooperative waits."""
-        mutex = self.lock(home)
-        try:
-            yield
-        finally:
-            mutex_unlock(mutex)
-
-    def wait_lock(self, mutex: Any, failed: int) -> None:
-        """Wait for ``mutex`` after a ``mutex_trylock`` that answered ``failed``."""
-        deadline = 0.0
-        pause = 0.00005
-        tries = 0
-        while True:
-            if failed == errno.EOWNERDEAD:
-                self._recover(mutex)
-                return
-            if failed != errno.EBUSY:
-                raise OSError(failed, f"pthread_mutex_trylock: {os.strerror(failed)}")
-            tries += 1
-            if tries > QUICK_TRIES:
-                # The holder is descheduled, slow, or a greenlet of this process waiting on
-                # the master: let this worker's other greenlets run meanwhile.
-                now = time.monotonic()
-                if not deadline:
-                    deadline = now + LOCK_TIMEOUT
-                elif now > deadline:
-                    raise TableBusy(f"a shared-table lock stayed taken for {LOCK_TIMEOUT:g} s")
-                self.pause(pause)
-                pause = min(0.0002, pause * 2)
-            failed = mutex_trylock(mutex)
-            if not failed:
-                return
-
-    def _recover(self, mutex: Any) -> None:
-        """We hold the lock of an owner that died: its groups may have odd sequence words."""
-        _consistent(mutex)
-        stripe = self._mutexes.index(mutex)
-        words = self.words
-        for group in range(stripe, self.groups, self.stripes):
-            seq = (_HEADER + group * _GROUP) >> 3
-            if words[seq] & 1:
-                words[seq] += 1  # the dead writer's data is whole (double-buffered slots)
+    def locked(self, place: Place) -> SharedMutex:
+        """The lock of ``place``'s groups: ``with table.locked(place): ...`` (cooperative
+        waits; ``workers.shared.mutex.LockTimeout`` when its holder is stuck)."""
+        return self._stripes[place.stripe]
 
     # -- reading ---------------------------------------------------------------------------
 
-    def read(self, home: int, tag: int, key: bytes) -> Entry | None:
-        """The entry of ``key`` (expired or not) or None, without the lock when possible."""
-        if LOCK_FREE_READS:
-            words = self.words
-            seq_at = (_HEADER // 8) + (home // GROUP_SLOTS) * _WORDS_PER_GROUP
-            for _ in range(READ_TRIES):
-                seq = words[seq_at]
-                if not seq & 1:
-                    entry = self.find(home, tag, key)
-                    if words[seq_at] == seq:
-                        return entry
-        stripe = self.lock(home)
-        try:
-            return self.find(home, tag, key)
-        finally:
-            self.unlock(stripe)
-
-    def find(self, home: int, tag: int, key: bytes) -> Entry | None:
-        """The entry of ``key`` (expired or not), or None (with the lock, or from ``read``)."""
+    def read(self, place: Place) -> Entry | None:
+        """The entry of ``place``'s key (expired or not) or None, lock-free (module doc)."""
         words = self.words
-        group_at = _group_at(home)
-        tags = (group_at >> 3) + 2
-        first = home & _LAST
-        for step in range(GROUP_SLOTS):
-            index = (first + step) & _LAST
-            found = words[tags + index]
-            if found == tag:
-                slot = group_at + _GROUP_HEAD + index * _SLOT
-                half = slot + 8 + words[slot >> 3] * HALF
-                mem = self.mem
-                expires, kind, key_len, value_len = _HALF_HEAD.unpack_from(mem, half)
-                start = half + KEY_AT
-                if key_len == len(key) and mem[start : start + key_len] == key:
-                    start += key_len
-                    return index, kind, expires, mem[start : start + value_len]
-            elif not found:
+        tag = place.tag
+        first = place.first
+        if LOCK_FREE_READS:
+            # PERF: the usual cases in one pass without a call per class (a third of a read's
+            # cost): the key in the first slot of one of its groups, or never-used ones.
+            size_class = 0
+            for seq_at in place.seqs:
+                seq = words[seq_at]
+                found = words[seq_at + 2 + first]
+                if found == tag:
+                    home = place.homes[size_class]
+                    half = home + 8 + words[home >> 3] * self._halves[size_class]
+                    mem = self.mem
+                    expires, kind, key_len, value_len, _, key = place.head.unpack_from(mem, half)
+                    start = half + KEY_AT + key_len
+                    value = mem[start : start + value_len]
+                    same = key == place.key and key_len == len(key)
+                    if same and not seq & 1 and words[seq_at] == seq:
+                        entry: Entry = _entry(Entry, (size_class, first, kind, expires, value))
+                        return entry
+                    break  # changed meanwhile, or another key there: look the long way
+                if found:
+                    break  # the key may be further on in this group
+                size_class += 1  # noqa: SIM113 - one load says the key is not in this class
+            else:
                 return None
+            for _ in range(READ_TRIES):  # the long way: each group probed, its seq checked
+                for size_class, seq_at in enumerate(place.seqs):
+                    seq = words[seq_at]
+                    if not words[seq_at + 2 + first]:
+                        continue
+                    probed = self._probe(place, size_class, seq_at)
+                    if seq & 1 or words[seq_at] != seq:
+                        break
+                    if probed is not None:
+                        return probed
+                else:
+                    return None
+        with self.locked(place):
+            return self.find(place)
+
+    def find(self, place: Place) -> Entry | None:
+        """The entry of ``place``'s key (expired or not) or None (with the lock)."""
+        words = self.words
+        tag = place.tag
+        first = place.first
+        for size_class, seq_at in enumerate(place.seqs):
+            found = words[seq_at + 2 + first]
+            if found == tag:  # PERF: the usual case, the key in its first slot, without a call
+                home = place.homes[size_class]
+                half = home + 8 + words[home >> 3] * self._halves[size_class]
+                mem = self.mem
+                expires, kind, key_len, value_len, _, key = place.head.unpack_from(mem, half)
+                if key == place.key and key_len == len(key):
+                    start = half + KEY_AT + key_len
+                    value = mem[start : start + value_len]
+                    entry: Entry = _entry(Entry, (size_class, first, kind, expires, value))
+                    return entry
+            if found:  # else never used: the key is not in this class
+                probed = self._probe(place, size_class, seq_at)
+                if probed is not None:
+                    return probed
         return None
 
-    def index_of(self, home: int, tag: int, key: bytes) -> int:
-        """The slot number of ``key`` in its group, or -1 (with the lock)."""
+    def _probe(self, place: Place, size_class: int, seq_at: int) -> Entry | None:
+        """The key's entry in its group of one class, or None."""
         words = self.words
-        group_at = _group_at(home)
-        tags = (group_at >> 3) + 2
-        first = home & _LAST
-        mem = self.mem
-        for step in range(GROUP_SLOTS):
-            index = (first + step) & _LAST
-            found = words[tags + index]
+        tag = place.tag
+        index = place.first
+        slot_bytes, half_bytes = self._sizes[size_class]
+        for _ in range(GROUP_SLOTS):
+            found = words[seq_at + 2 + index]
             if found == tag:
-                slot = group_at + _GROUP_HEAD + index * _SLOT
-                half = slot + 8 + words[slot >> 3] * HALF
-                if mem[half + _KEY_LEN_AT] == len(key):
-                    start = half + KEY_AT
-                    if mem[start : start + len(key)] == key:
-                        return index
+                slot = (seq_at << 3) + GROUP_HEAD + index * slot_bytes
+                half = slot + 8 + words[slot >> 3] * half_bytes
+                mem = self.mem
+                expires, kind, key_len, value_len, _, key = place.head.unpack_from(mem, half)
+                if key == place.key and key_len == len(key):
+                    start = half + KEY_AT + key_len
+                    value = mem[start : start + value_len]
+                    entry: Entry = _entry(Entry, (size_class, index, kind, expires, value))
+                    return entry
             elif not found:
-                return -1
-        return -1
+                return None  # probing stops at a never-used slot
+            index = (index + 1) & LAST
+        return None
+
+    # -- writing (with the lock) -----------------------------------------------------------
 
     def put(
         self,
-        home: int,
-        tag: int,
-        key: bytes,
+        place: Place,
+        found: Entry | None,
         kind: int,
         expires: float,
         value: bytes,
         now: float,
     ) -> bool:
-        """Store an entry where ``key`` is, or in a free slot if the group never spilled.
+        """Store the key's entry: where ``found`` (the key's entry, from ``find``) is if it
+        fits there, else in a new slot (evicting as the module doc says), removing ``found``.
 
-        False when that is not possible: the caller must involve the master (with the lock).
+        False when no class has room: the table is unchanged and the caller keeps the entry
+        elsewhere. ``now`` is the caller's clock (expiry and eviction age).
         """
-        if len(key) + len(value) > SLOT_DATA or len(key) > MAX_KEY:
+        key = place.key
+        size = len(key) + len(value)
+        if found is not None and size <= SLOT_DATA[found.size_class]:
+            # PERF: the usual case, a new version where the key is, without a call.
+            size_class = found.size_class
+            words = self.words
+            seq_at = place.seqs[size_class]
+            if found.slot == place.first:
+                slot = place.homes[size_class]
+            else:
+                slot = (seq_at << 3) + GROUP_HEAD + found.slot * self._sizes[size_class][0]
+            current = words[slot >> 3]
+            half = slot + 8 + (current ^ 1) * self._halves[size_class]
+            mem = self.mem
+            words[seq_at] += 1  # odd: readers of this group read again
+            try:
+                place.head.pack_into(mem, half, expires, kind, len(key), len(value), now, key)
+                start = half + KEY_AT + len(key)
+                mem[start : start + len(value)] = value
+                words[slot >> 3] = current ^ 1  # commit: one aligned store
+            finally:
+                words[seq_at] += 1
+            return True
+        if len(key) > MAX_KEY:
             return False
-        index = self.index_of(home, tag, key)
-        if index < 0:
-            if self.spilled(home):
-                return False
-            index = self.free_slot(home, now)
-            if index < 0:
-                return False
-        self.write(home, index, tag, key, kind, expires, value)
+        target = self._new_slot(place, size, now)
+        if target is None:
+            return False
+        size_class, index = target
+        words = self.words
+        seq_at = place.seqs[size_class]
+        moved_from = place.seqs[found.size_class] if found is not None else -1
+        words[seq_at] += 1  # odd: readers of these groups read again
+        if moved_from >= 0:
+            words[moved_from] += 1
+        try:
+            self._fill(seq_at, size_class, index, place, kind, expires, value, now)
+            words[seq_at + 2 + index] = place.tag  # the key appears only now...
+            self.mem[
+                self.classes[size_class].used + self.layout.group_number(size_class, seq_at)
+            ] = 1
+            if found is not None:
+                words[moved_from + 2 + found.slot] = TOMB  # ...and only then leaves
+        finally:
+            if moved_from >= 0:
+                words[moved_from] += 1
+            words[seq_at] += 1
         return True
 
-    # -- writing (with the group locked) ---------------------------------------------------
-
-    def write(
+    def rewrite(
         self,
-        home: int,
-        index: int,
-        tag: int,
-        key: bytes,
+        place: Place,
         kind: int,
         expires: float,
         value: bytes,
-    ) -> None:
-        """Store an entry in slot ``index`` of ``home``'s group (the key's, or ``free_slot``)."""
-        words = self.words
-        group_at = _group_at(home)
-        seq_at = group_at >> 3
-        entry = _HALF_HEAD.pack(expires, kind, len(key), len(value)) + key + value
-        words[seq_at] += 1  # odd: readers of this group read again
-        try:
-            slot = group_at + _GROUP_HEAD + index * _SLOT
-            current = words[slot >> 3]
-            half = slot + 8 + (current ^ 1) * HALF
-            self.mem[half : half + len(entry)] = entry
-            words[slot >> 3] = current ^ 1  # commit: one aligned store
-            tag_at = seq_at + 2 + index
-            if words[tag_at] != tag:
-                words[tag_at] = tag  # a new key appears only now
-        finally:
-            words[seq_at] += 1
+        now: float,
+        expected: bytes | None = None,
+    ) -> bool | None:
+        """The usual write in one step under the key's lock: a new version of an entry in
+        its first slot that still fits there; with ``expected``, only over an entry of the
+        same ``kind``, unexpired at ``now``, that holds ``expected``.
 
-    def remove(self, home: int, index: int) -> None:
-        """Free slot ``index`` of ``home``'s group (a tombstone keeps later probes going)."""
-        self.words[(_group_at(home) >> 3) + 2 + index] = _TOMB
-
-    def free_slot(self, home: int, now: float) -> int:
-        """The first slot from ``home`` that is free, removed or expired; -1 if none.
-
-        Call it only after ``find`` did not find the key.
+        True when written; False when it holds another value; None when this cannot decide
+        (elsewhere, absent, too big, another kind, expired): then ``find`` and ``put``.
+        PERF: half the cost of ``locked``, ``find`` and ``put``, and a shorter hold of the
+        lock, which matters when two workers write one key.
         """
+        stripe = self._stripes[place.stripe]
+        failed = trylock(stripe.pointer)
+        if failed:
+            stripe.wait(failed)
+        try:
+            words = self.words
+            tag = place.tag
+            first = place.first
+            seqs = place.seqs
+            for size_class in range(len(seqs)):
+                seq_at = seqs[size_class]
+                found = words[seq_at + 2 + first]
+                if found == tag:
+                    break
+                if found:
+                    return None  # the key may be further on in this group
+            else:
+                return None
+            key = place.key
+            if len(key) + len(value) > SLOT_DATA[size_class]:
+                return None
+            home = place.homes[size_class]
+            current = words[home >> 3]
+            half_bytes = self._halves[size_class]
+            half = home + 8 + current * half_bytes
+            mem = self.mem
+            old_expires, old_kind, key_len, value_len, _, stored = place.head.unpack_from(mem, half)
+            if stored != key or key_len != len(key):
+                return None
+            if expected is not None:
+                if old_kind != kind or old_expires <= now:
+                    return None
+                start = half + KEY_AT + key_len
+                if mem[start : start + value_len] != expected:
+                    return False
+            half = home + 8 + (current ^ 1) * half_bytes
+            words[seq_at] += 1  # odd: readers of this group read again
+            try:
+                place.head.pack_into(mem, half, expires, kind, key_len, len(value), now, key)
+                start = half + KEY_AT + key_len
+                mem[start : start + len(value)] = value
+                words[home >> 3] = current ^ 1  # commit: one aligned store
+            finally:
+                words[seq_at] += 1
+            return True
+        finally:
+            unlock(stripe.pointer)
+
+    def remove(self, place: Place, entry: Entry) -> None:
+        """Remove ``entry`` (the key's, from ``find``); a tombstone keeps later probes going."""
+        self.set_tags(place.seqs[entry.size_class], {entry.slot: TOMB})
+
+    def _fill(
+        self,
+        seq_at: int,
+        size_class: int,
+        index: int,
+        place: Place,
+        kind: int,
+        expires: float,
+        value: bytes,
+        now: float,
+    ) -> None:
+        """Write the spare half of a slot and make it current (its group already odd)."""
+        slot_bytes, half_bytes = self._sizes[size_class]
         words = self.words
-        group_at = _group_at(home)
-        tags = (group_at >> 3) + 2
-        first = home & _LAST
-        for step in range(GROUP_SLOTS):
-            index = (first + step) & _LAST
-            if not words[tags + index] & 1:
-                return index
-            slot = group_at + _GROUP_HEAD + index * _SLOT
-            if _HALF_HEAD.unpack_from(self.mem, slot + 8 + words[slot >> 3] * HALF)[0] <= now:
-                return index
-        return -1
+        slot = (seq_at << 3) + GROUP_HEAD + index * slot_bytes
+        current = words[slot >> 3]
+        half = slot + 8 + (current ^ 1) * half_bytes
+        key = place.key
+        place.head.pack_into(self.mem, half, expires, kind, len(key), len(value), now, key)
+        start = half + KEY_AT + len(key)
+        self.mem[start : start + len(value)] = value
+        words[slot >> 3] = current ^ 1  # commit: one aligned store
 
-    # -- whole groups ----------------------------------------------------------------------
-
-    def occupied(self, group: int) -> bool:
-        """Whether any slot of ``group`` holds a key (read without the lock: a hint)."""
-        tags = ((_HEADER + group * _GROUP) >> 3) + 2
-        return any(tag & 1 for tag in self.words[tags : tags + GROUP_SLOTS])
-
-    def entries(self, group: int) -> list[tuple[int, bytes, int, float]]:
-        """Every key of ``group``, with the lock: ``(slot number, key, kind, expires)``."""
+    def _new_slot(self, place: Place, size: int, now: float) -> tuple[int, int] | None:
+        """``(class, slot)`` for a new entry of ``size`` bytes: a free, removed or expired
+        slot of the smallest class it fits, else the oldest entry with an expiry there (to
+        evict), else the same in the next class; None when there is no room."""
         words = self.words
-        group_at = _HEADER + group * _GROUP
-        tags = (group_at >> 3) + 2
-        out = []
-        for index in range(GROUP_SLOTS):
-            if words[tags + index] & 1:
-                slot = group_at + _GROUP_HEAD + index * _SLOT
-                half = slot + 8 + words[slot >> 3] * HALF
-                expires, kind, key_len, _ = _HALF_HEAD.unpack_from(self.mem, half)
-                key = self.mem[half + KEY_AT : half + KEY_AT + key_len]
-                out.append((index, key, kind, expires))
-        return out
+        mem = self.mem
+        first = place.first
+        for size_class, layout in enumerate(self.classes):
+            if layout.data < size:
+                continue
+            seq_at = place.seqs[size_class]
+            tags = seq_at + 2
+            group_at = (seq_at << 3) + GROUP_HEAD
+            oldest = -1
+            oldest_written = math.inf
+            for step in range(GROUP_SLOTS):
+                index = (first + step) & LAST
+                if not words[tags + index] & 1:
+                    return size_class, index
+                slot = group_at + index * layout.slot
+                half = slot + 8 + words[slot >> 3] * layout.half
+                expires, _, _, _, written = HALF_HEAD.unpack_from(mem, half)
+                if expires <= now:
+                    return size_class, index
+                if expires != math.inf and written < oldest_written:
+                    oldest, oldest_written = index, written
+            if oldest >= 0:
+                return size_class, oldest
+        return None
 
-    # -- spilling to the master ------------------------------------------------------------
+    # -- spilling --------------------------------------------------------------------------
 
-    def spilled(self, home: int) -> bool:
-        """Whether keys of ``home``'s group may live in the master's store."""
-        return bool(self.words[(_group_at(home) >> 3) + 1])
+    def spilled(self, place: Place) -> bool:
+        """Whether ``place``'s key may live in the caller's overflow store."""
+        return bool(self.words[place.seqs[0] + 1])
 
-    def mark_spilled(self, home: int) -> None:
-        """Note that a key of ``home``'s group went to the master's store (for good)."""
-        self.words[(_group_at(home) >> 3) + 1] = 1
+    def mark_spilled(self, place: Place) -> None:
+        """Note (for good) that a key of ``place``'s class-0 group went to the overflow store."""
+        self.words[place.seqs[0] + 1] = 1
         self.words[0] = 1
 
     @property
     def any_spilled(self) -> bool:
-        """Whether any group has spilled."""
+        """Whether any key ever went to the overflow store."""
         return bool(self.words[0])
+
+    # -- whole groups (``workers.shared.table_upkeep`` scans and sweeps with these) ---------------
+
+    def group_lock(self, group: int) -> SharedMutex:
+        """The lock of group number ``group`` (of any class)."""
+        return self._stripes[group & (self.stripes - 1)]
+
+    def group_entries(self, size_class: int, seq_at: int) -> list[tuple[int, Stored]]:
+        """``(slot, Stored)`` of every key in the group whose sequence word is ``seq_at``
+        (with its lock)."""
+        layout = self.classes[size_class]
+        words = self.words
+        mem = self.mem
+        out = []
+        for index in range(GROUP_SLOTS):
+            if words[seq_at + 2 + index] & 1:
+                slot = (seq_at << 3) + GROUP_HEAD + index * layout.slot
+                half = slot + 8 + words[slot >> 3] * layout.half
+                expires, kind, key_len, _, _ = HALF_HEAD.unpack_from(mem, half)
+                key = mem[half + KEY_AT : half + KEY_AT + key_len]
+                out.append((index, Stored(key, kind, expires)))
+        return out
+
+    def set_tags(self, seq_at: int, tags: dict[int, int]) -> None:
+        """Set the tag words of some slots of a group (``{slot: tag}``, with its lock): a
+        removal (``TOMB``) or a slot no probe needs any more (0)."""
+        words = self.words
+        words[seq_at] += 1  # odd: readers of this group read again
+        for index, tag in tags.items():
+            words[seq_at + 2 + index] = tag
+        words[seq_at] += 1
+
+    # -- a dead lock owner -----------------------------------------------------------------
+
+    def owner_died(self, mutex: SharedMutex) -> None:
+        """We hold ``mutex``, taken from a holder that died: finish its work (module doc)."""
+        words = self.words
+        seen: set[bytes] = set()
+        odd = []
+        for size_class, layout in enumerate(self.classes):
+            for group in range(mutex.number, layout.groups, self.stripes):
+                seq_at = layout.seq_at(group)
+                if words[seq_at] & 1:
+                    odd.append(seq_at)
+                    for index, stored in self.group_entries(size_class, seq_at):
+                        tag_at = seq_at + 2 + index
+                        tag = (hash(stored.key) & TAG_MASK) | 1
+                        if stored.key in seen or tag != words[tag_at]:
+                            words[tag_at] = TOMB  # a copy moved on, or another key's half
+                        else:
+                            seen.add(stored.key)
+        for seq_at in odd:
+            words[seq_at] += 1  # the dead writer's data is whole (double-buffered slots)
 
     # -- lifetime --------------------------------------------------------------------------
 
@@ -432,26 +492,7 @@ class SharedTable:
             return
         os.close(self._memfd)
         self._memfd = -1
-        self._mutexes = []
+        self._stripes = []
         self.words.release()
         with contextlib.suppress(BufferError):
             self.mem.close()
-
-
-def _init_mutexes(addresses: list[int]) -> None:
-    """Make process-shared, robust mutexes at ``addresses`` (before any fork)."""
-    attr = ctypes.create_string_buffer(64)  # pthread_mutexattr_t is 4 bytes on glibc
-    for call, args in (
-        (_LIBC.pthread_mutexattr_init, ()),
-        (_LIBC.pthread_mutexattr_setpshared, (_PTHREAD_PROCESS_SHARED,)),
-        (_LIBC.pthread_mutexattr_setrobust, (_PTHREAD_MUTEX_ROBUST,)),
-    ):
-        if call(attr, *args):
-            raise OSError(f"{call.__name__} failed: robust shared mutexes are unavailable")
-    try:
-        for address in addresses:
-            failed = _LIBC.pthread_mutex_init(ctypes.c_void_p(address), attr)
-            if failed:
-                raise OSError(failed, f"pthread_mutex_init: {os.strerror(failed)}")
-    finally:
-        _LIBC.pthread_mutexattr_destroy(attr)

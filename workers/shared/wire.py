@@ -26,6 +26,8 @@ __all__ = [
     "REQUEST",
     "Op",
     "Status",
+    "compare_and_set_args",
+    "decode_compare_and_set",
     "decode_publish",
     "encode_answer",
     "encode_publish",
@@ -42,6 +44,7 @@ _PUB = struct.Struct("<BH")  # kind, channel length
 F64 = struct.Struct("<d")
 I64 = struct.Struct("<q")
 TTL_AND_AMOUNT = struct.Struct("<dq")
+TTL_AND_LENGTH = struct.Struct("<dq")  # compare-and-set: ttl, then the expected value's length
 BUCKET = struct.Struct("<ddd")  # capacity, refill per second, now (NaN: the master's clock)
 TAKEN = struct.Struct("<Bdd")  # allowed, remaining, reset seconds
 NO_TTL = math.nan
@@ -58,6 +61,7 @@ class Op(IntEnum):
     CLEAR_PREFIX = 6  # the key is the prefix
     COUNT_PREFIX = 7
     PING = 8
+    COMPARE_AND_SET = 9  # args: ttl f64, expected length i64 (-1: absent), expected, value
 
 
 class Status(IntEnum):
@@ -102,3 +106,18 @@ def decode_publish(record: bytes) -> tuple[bytes, bytes]:
     _, channel_len = _PUB.unpack_from(record)
     start = _PUB.size
     return record[start : start + channel_len], record[start + channel_len :]
+
+
+def compare_and_set_args(ttl: float, expected: bytes | None, value: bytes) -> bytes:
+    """The arguments of a COMPARE_AND_SET request (``ttl``: NaN for none)."""
+    length = -1 if expected is None else len(expected)
+    return TTL_AND_LENGTH.pack(ttl, length) + (expected or b"") + value
+
+
+def decode_compare_and_set(args: memoryview) -> tuple[float, bytes | None, bytes]:
+    """``(ttl, expected, value)`` of a COMPARE_AND_SET request's arguments."""
+    ttl, length = TTL_AND_LENGTH.unpack_from(args)
+    start = TTL_AND_LENGTH.size
+    if length < 0:
+        return ttl, None, bytes(args[start:])
+    return ttl, bytes(args[start : start + length]), bytes(args[start + length :])

@@ -49,12 +49,26 @@ def peek(req, res):
     res.json({"n": req.session.get("n"), "pid": os.getpid(), "new": req.session.is_new})
 
 
+def mark(req, res):
+    """Count this client's requests under its own key of a session of some 600 bytes."""
+    name = req.params["name"]
+    req.session[name] = req.session.get(name, 0) + 1
+    req.session["padding"] = "p" * 500  # past the small slots: the 1 KiB class
+    res.json({"mine": req.session[name], "pid": os.getpid()})
+
+
+def session_data(req, res):
+    res.json(dict(req.session))
+
+
 def limited_ping(req, res):
     res.json({"ok": True, "pid": os.getpid()})
 
 
 server.get("/count", count).use(session_mw)
 server.get("/peek", peek).use(session_mw)
+server.get("/mark/:name", mark).use(session_mw)
+server.get("/session-data", session_data).use(session_mw)
 server.get("/limited", limited_ping).use(limited)
 # No store given: the default must be global across workers too.
 server.get("/limited-by-default", limited_ping).use(ratelimit(capacity=20, refill_per_second=0))

@@ -1,0 +1,32 @@
+"""The hot-session experiment, short: one shared ~300-byte session under 32 clients keeps
+every client's own writes, memory stays bounded under an anonymous flood (in the table and,
+with no table, in the master's store), and the rate holds up."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from load_tests.faults import HOT_MASTER_MB, HOT_SHORT_TABLE_MB, run
+from workers.shared.table import GROUP_SLOTS, groups_for
+
+pytestmark = [
+    pytest.mark.timeout(180),
+    pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed"),
+]
+
+
+def test_a_hot_session_keeps_every_clients_own_writes_and_memory_stays_bounded() -> None:
+    figure = run("hot-session", short=True)
+    print(figure.report())
+    assert figure.held, figure.report()
+    stored = next(line for line in figure.details if line.startswith("sessions stored"))
+    found = re.search(r"flood: ([\d,]+) \(([\d,]+) with no table", stored)
+    assert found, stored
+    in_table, in_master = (int(count.replace(",", "")) for count in found.groups())
+    # ~300-byte sessions fill the 1 KiB class of the small table, and evict past it...
+    assert 0 < in_table <= groups_for(HOT_SHORT_TABLE_MB)[1] * GROUP_SLOTS
+    # ...and the master's store, each counted as its ~640 bytes.
+    assert 0 < in_master <= (HOT_MASTER_MB[0] << 20) // 600
