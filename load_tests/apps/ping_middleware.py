@@ -24,3 +24,16 @@ stacked.use(logging.middleware())
 stacked.use(request_id())
 stacked.use(cors.middleware(allow_origin="*"))
 stacked.get("/ping", _ping)
+
+# Each middleware of the stack alone, to see what each costs.
+logged = Server()
+logged.use(logging.middleware())
+logged.get("/ping", _ping)
+
+with_id = Server()
+with_id.use(request_id())
+with_id.get("/ping", _ping)
+
+with_cors = Server()
+with_cors.use(cors.middleware(allow_origin="*"))
+with_cors.get("/ping", _ping)

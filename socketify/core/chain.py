@@ -86,10 +86,8 @@ class Chain:
         self.middleware = tuple(middleware)
         self.end = end
         run: End = end
-        if self.middleware:
-            run = _guarded(end)
-            for element in reversed(self.middleware):
-                run = _link(element, run)
+        for element in reversed(self.middleware):
+            run = _link(element, run)
         self.run = run  # run(req, res): the whole chain for one request
 
     def __repr__(self) -> str:
@@ -97,29 +95,25 @@ class Chain:
         return f"<Chain [{names}] -> {getattr(self.end, '__name__', self.end)!r}>"
 
 
-def _guarded(end: End) -> End:
-    """The end of a chain with middleware: it runs only if no middleware answered."""
-
-    def run_end(req: Request, res: Response) -> None:
-        if not res.ended:
-            end(req, res)
-
-    return run_end
-
-
 def _link(element: Middleware, rest: End) -> End:
-    """The function that runs `element` and then, as it asks, `rest`: the chain's rules."""
+    """The function that runs `element` and then, as it asks, `rest`: the chain's rules.
+
+    The first element starts with a fresh response; each later one (and the end) only while
+    the response is not ended, which is checked before `rest` is called.
+    """
     if type(element) is Hooked:
         before, after = element.before, element.after
 
         def run_hooked(req: Request, res: Response) -> None:
-            if res.ended or (before is not None and not before(req, res)):
+            if before is not None and not before(req, res):
                 return
             if after is None:
-                rest(req, res)
+                if not res.ended:
+                    rest(req, res)
                 return
             try:
-                rest(req, res)
+                if not res.ended:
+                    rest(req, res)
             except BaseException as exc:
                 if after(req, res, exc) is not True:
                     raise
@@ -129,13 +123,11 @@ def _link(element: Middleware, rest: End) -> End:
         return run_hooked
 
     def run_middleware(req: Request, res: Response) -> None:
-        if res.ended:
-            return
         started = False
 
         def next() -> None:
             nonlocal started
-            if not started:
+            if not started and not res.ended:
                 started = True
                 rest(req, res)
 
