@@ -9,7 +9,7 @@ per-route API-key check.
     curl -H 'X-Api-Key: secret' localhost:8080/admin   # {"admin":true}
 
 Settings come from the environment or a `.env` file (`socketify.config.Config`):
-`ADMIN_API_KEY` (default `secret`, as in the original example: set your own) and
+`ADMIN_API_KEY` (default `secret`: set your own) and
 `SESSION_SECRET`, which signs the session cookie.
 
 Nothing here lives in a per-process dict, because with `--workers 2` consecutive requests of

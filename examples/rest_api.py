@@ -149,7 +149,7 @@ def create_todo(req: Request, res: Response) -> None:
     try:
         body = req.json()
     except HTTPError:
-        body = None  # SPEC §4: anything but a JSON object with a string title is a 422
+        body = None  # anything but a JSON object with a string title is a 422
     title = _valid_title(body.get("title")) if isinstance(body, dict) else None
     if title is None:
         res.json_error(422, NEED_TITLE)
@@ -189,7 +189,7 @@ def update_todo(req: Request, res: Response) -> None:
 def delete_todo(req: Request, res: Response) -> None:
     if not todos.remove(_todo_id(req)):
         raise HTTPError(404)
-    res.send_status(204)  # no body and no Content-Length (SPEC §5.12 fixed)
+    res.send_status(204)  # no body and no Content-Length (RFC 9110 §8.6)
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ APP = "load_tests.apps.ws_echo:server"
 PATH = "/echo"
 RESULTS = LOAD_TESTS / "results"
 
-# The set: framing, pings, reserved bits, opcodes, fragmentation, UTF-8, close,
+# The full set: framing, pings, reserved bits, opcodes, fragmentation, UTF-8, close,
 # limits/performance, auto-fragmentation, and permessage-deflate (12 and 13). Case 8 does
 # not exist and 11 is unused by the suite.
 FULL_CASES = ("1.*", "2.*", "3.*", "4.*", "5.*", "6.*", "7.*", "9.*", "10.*", "12.*", "13.*")

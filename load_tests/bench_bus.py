@@ -7,7 +7,7 @@ Bus mode starts a `workers.supervise.master.Master` with 4 workers. Worker 0 pub
 messages as fast as the bus takes them for `--duration` seconds; workers 1-3 count what they
 receive. Each worker reports its count through the shared store once it is done; the
 figure is deliveries per second to the *other* workers (local delivery is a function call
-and is not counted). The bar (issue 4) is >= 200 000 deliveries/s.
+and is not counted). The bar is >= 200 000 deliveries/s.
 
 Store mode runs `--greenlets` greenlets per worker doing GET/SET pairs against the
 cross-worker store (the shared table; the master only for what does not fit) and reports

@@ -1,7 +1,7 @@
 """Micro-benchmark of the framework core (run: python load_tests/bench_core.py).
 
 Measures what one request costs above the parser: Request + Response construction,
-`Server.handle` and `to_bytes`, for the SPEC §3.1 `/ping` route and a few variations.
+`Server.handle` and `to_bytes`, for the benchmarked `/ping` route and a few variations.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from socketify.protocol.http11 import RequestHead
 
 
 def ping(req: Request, res: Response) -> None:
-    """The SPEC §3.1 handler: explicit Content-Type, then the exact body."""
+    """The benchmarked /ping handler: explicit Content-Type, then the exact body."""
     res.set_header("Content-Type", "application/json")
     res.send(b'{"ok":true}')
 

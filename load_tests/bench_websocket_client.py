@@ -1,7 +1,7 @@
 """The WebSocket load generator: raw non-blocking sockets, precomputed masked frames, epoll.
 
 Theory of operation: a client library would spend more CPU per message than the server under
-test (SPEC §3.2 notes upstream's asyncio client was the bottleneck), so this one does the
+test (an asyncio client becomes the bottleneck well before a fast server), so this one does the
 least a conforming client can: every connection sends the same pre-masked frame (RFC 6455
 requires masking, not a fresh key per frame for a benchmark's fixed payload), and a reply is
 recognised by its byte count alone, since an echo of a fixed message has a fixed size (the
@@ -51,7 +51,7 @@ class EchoLoad:
         return self.messages / self.seconds if self.seconds else 0.0
 
     def percentile(self, p: float) -> float:
-        """The p-th percentile RTT in ms, index round(p/100 * (n-1)) as in SPEC §3.2."""
+        """The p-th percentile RTT in ms, at index round(p/100 * (n-1))."""
         lat = self.latencies_ms
         return lat[round(p / 100 * (len(lat) - 1))] if lat else float("nan")
 

@@ -1,4 +1,4 @@
-"""WebSocket echo benchmark (SPEC §3.2): ours vs Node `ws` vs Python `websockets`, same run.
+"""WebSocket echo benchmark: ours vs Node `ws` vs Python `websockets`, same run.
 
 Theory of operation: each server in turn runs 1 worker (or 1 process) pinned to CPU 1 with
 taskset, on a free port, polled until GET /ping answers 200. The load generator

@@ -1,7 +1,7 @@
 """Hub broadcast benchmark: 1000 WebSocket clients in one room over 2 workers, 256-byte
 messages, delivered messages per second; encode-once vs a naive per-member `send_text` loop.
 
-Theory of operation, part 1 (sockets, SPEC §3.3's "meaningful end-to-end number"):
+Theory of operation, part 1 (sockets, the end-to-end number):
 `socketify run load_tests.apps.ws_hub:server --workers 2` (unpinned: on 2 cores the clients
 share them). Client processes open 999 connections to `/room` (checking both workers got
 some) and count the bytes they receive: each delivery is a 260-byte frame (4-byte header,
@@ -11,10 +11,10 @@ on the bus, written as is to every member) or `naive <payload>` (published as te
 worker encodes a frame per member with `send_text`). Rate = deliveries / (last delivery -
 first send). Phases alternate hub/naive for `--rounds` rounds on the same connections.
 
-Part 2 (in-process, SPEC §3.3's micro-benchmark): 1000 `Channel`s whose sends queue in
-memory (a channel keeps what is sent before its socket is attached, like upstream's bare
-channel states), `rounds` x 1000 `send_text(payload)` vs `rounds` x (one `frame_bytes` +
-1000 `send_frame(frame)`). CPU time of this process. Bar: encode-once ≥ 5x naive.
+Part 2 (in-process micro-benchmark): 1000 `Channel`s whose sends queue in memory (a channel
+keeps what is sent before its socket is attached), `rounds` x 1000 `send_text(payload)` vs
+`rounds` x (one `frame_bytes` + 1000 `send_frame(frame)`). CPU time of this process.
+Bar: encode-once ≥ 5x naive.
 """
 
 from __future__ import annotations

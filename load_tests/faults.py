@@ -265,8 +265,8 @@ def _outage_figure(answers: list[_Answer], log: str, marks: dict[str, int], bar:
 
 
 # -- slow-reader ------------------------------------------------------------------------------
-# Clients that stop reading while their handler sends (issue 16, item 1): before the backlog
-# was bounded, one such WebSocket grew a worker from 31 MB to 283 MB in a second.
+# Clients that stop reading while their handler sends: without a bound on the send backlog,
+# one such WebSocket can grow a worker by hundreds of MB in a second.
 
 SLOW_READERS = 10
 SLOW_READER_RCVBUF = 4096  # the stalled clients' SO_RCVBUF

@@ -7,7 +7,7 @@ Two `socketify run load_tests.apps.ping:server --workers 1` servers run side by 
 and one with `--certfile/--keyfile` (a fresh self-signed certificate from the `openssl` CLI),
 both pinned with `taskset -c 1`; wrk runs as `taskset -c 0 wrk -t1`. Each round loads the plain
 one, then the TLS one (the idle one costs nothing), and prints both rates and their ratio; the
-median ratio is read against the bar (issue 8: HTTPS >= 0.6x HTTP). wrk negotiates TLS 1.3 and
+median ratio is read against the bar (HTTPS >= 0.6x HTTP). wrk negotiates TLS 1.3 and
 reuses each connection, so this measures record encryption, not handshakes.
 
 Handshakes: `--handshake-clients` processes of `openssl s_time -new -tls1_3` (a full handshake

@@ -1,5 +1,5 @@
 """Benchmark GET /ping: ours against uvicorn, gunicorn + gevent (raw WSGI and Flask), and a
-parser-free gevent ceiling, with wrk (SPEC §3.1, adapted to a 2-core machine).
+parser-free gevent ceiling, with wrk (on a 2-core machine: wrk and server pinned apart).
 
 Theory of operation: for each worker count, each server in turn is started in its own process
 group on a free port, polled until GET /ping answers 200, probed once over a raw socket (bytes

@@ -7,7 +7,7 @@ round, runs wrk (-t1, nothing pinned: see README "Pinning") on `/ping`, `/sessio
 session cookie: every request loads it from the cross-worker store and saves it back) and
 `/limited` (one token taken from the global bucket per request), back to back. It prints
 each round's req/s and the ratios to /ping of the same round, then the median ratio.
-Bars (issue 4): session >= 0.6x /ping, rate-limited >= 0.7x /ping.
+Bars: session >= 0.6x /ping, rate-limited >= 0.7x /ping.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Typed configuration from the environment and `.env` files (SPEC §1.18).
+"""Typed configuration from the environment and `.env` files.
 
 `Config.load()` is the usual entry point: a snapshot of the environment, then `.env` merged
 under it, so a variable set in the environment beats the same key in the file. Values are

@@ -1,4 +1,4 @@
-"""A small blocking-style HTTP client on urllib3, pooled and TLS-verified (SPEC §1.20, §5.22).
+"""A small blocking-style HTTP client on urllib3, pooled and TLS-verified.
 
     from socketify import http_client
 
@@ -17,10 +17,10 @@ stalls the other connections of the worker.
 
 Connections are pooled per host by a `Client` (keep-alive; the module-level functions share
 one per TLS setting). Pools are dropped in a forked child, so workers never share a socket
-with the master. What the original client got wrong (SPEC §5.22) is fixed here: certificates
-are verified by default (the system store plus certifi's bundle, or `ca_file`), Host carries a
-non-default port, IPv6 literals work (`http://[::1]:8080/`), repeated response headers are all
-kept (`res.headers.getall("Set-Cookie")`). Redirects are followed only when asked; gzip and
+with the master. Certificates are verified by default (the system store plus certifi's
+bundle, or `ca_file`), Host carries a non-default port, IPv6 literals work
+(`http://[::1]:8080/`), repeated response headers are all kept
+(`res.headers.getall("Set-Cookie")`). Redirects are followed only when asked; gzip and
 deflate bodies are decompressed (the headers are left as received).
 
 `timeout` (seconds) bounds the connection attempt and each wait for data, not the whole call.

@@ -1,11 +1,11 @@
-"""JSON helpers: forgiving parsing and typed access by dotted path (SPEC §1.16).
+"""JSON helpers: forgiving parsing and typed access by dotted path.
 
 A handler usually wants "the integer at `user.age`, or 0" without a ladder of `isinstance`
 checks. `find(doc, "items.0.id")` walks the document: each dot-separated segment is a key of
 an object, or, on an array, an all-digit segment is an index. `get`/`get_or`/`require` then
-convert what was found, with the conversion rules of the JSON library the original used: a
-float asked for as `int` is truncated, anything else of the wrong kind (a string asked for as
-an `int`, a boolean asked for as a number) is a mismatch.
+convert what was found, strictly but for one case: a float asked for as `int` is truncated;
+anything else of the wrong kind (a string asked for as an `int`, a boolean asked for as a
+number) is a mismatch.
 
 `parse(text)` never raises: empty or invalid text gives None. Note that the JSON text `null`
 also parses to None; use `parse_or(text, fallback)` to tell the two apart.

@@ -1,4 +1,4 @@
-"""Declarative validation of JSON documents, and a handler decorator answering 422 (SPEC §1.17).
+"""Declarative validation of JSON documents, and a handler decorator answering 422.
 
 A schema is a list of field rules built fluently::
 
@@ -22,7 +22,7 @@ Theory of operation. Each field is checked on its own, in this order, collecting
 3. email, 4. min/max (size for strings, arrays, objects; value for numbers),
 5. one_of, 6. matches (the whole string), 7. custom.
 
-Deliberate choices where SPEC leaves room: string sizes count characters (code points), not
+Deliberate choices: string sizes count characters (code points), not
 UTF-8 bytes; `one_of([])` allows nothing; min/max do not apply to booleans; patterns are
 ECMAScript-flavoured (ASCII `\\d`/`\\w`, `(?<name>...)` groups) and compiled once.
 """
@@ -298,7 +298,7 @@ def field(name: str) -> Field:
 
 
 def _looks_like_email(text: str) -> bool:
-    # SPEC: an "@" that is not first, then a "." after it that is not the last character.
+    # Loose on purpose: an "@" that is not first, then a "." after it, not the last character.
     at = text.find("@")
     if at <= 0:
         return False

@@ -13,9 +13,9 @@ the assets) plus one rule: a page navigation (GET or HEAD, accepting text/html, 
 segment without an extension) that nothing else answered gets `public/index.html`, marked
 `Cache-Control: no-cache` so a new deploy is seen at once. Routes always win over the
 fallback, and other methods pass through to them: a POST to `/api/...` reaches its route and
-a POST to an unknown path is a 404, where the original answered 405 to every non-GET request
-because its catch-all GET route matched every path (SPEC §5.17). Files are served as they
-are: gzip or brotli only from precompressed `name.gz`/`name.br` siblings.
+a POST to an unknown path is a 404, not a 405: the fallback is no catch-all route that would
+match every path for GET only. Files are served as they are: gzip or brotli only from
+precompressed `name.gz`/`name.br` siblings.
 
 Nothing is shared between workers here: every worker reads the same files.
 """

@@ -2,7 +2,7 @@
 
 - `GET /echo`: permessage-deflate on (any valid offer accepted), 64 MiB messages, echoes each
   message with its type. The Autobahn fuzzing client runs against it (`load_tests/autobahn.py`).
-- `GET /pong`: SPEC §3.2's benchmarked route: default options, compression off, text echo.
+- `GET /pong`: the echo benchmark's route: default options, compression off, text echo.
 - `GET /ping`: plain HTTP, so the load-test harness can tell when the server is up.
 """
 

@@ -1,4 +1,4 @@
-// Node's `ws` echo server for load_tests/bench_websocket_echo.py (SPEC §3.2's Node peer):
+// Node's `ws` echo server for load_tests/bench_websocket_echo.py (its Node peer):
 // `node load_tests/apps/ws_echo_node.js PORT`, with `ws` from load_tests/.peers/node.
 // GET /ping answers 200 so the harness can tell when it is up; /pong echoes every message
 // with its type; compression off, like the other contenders.

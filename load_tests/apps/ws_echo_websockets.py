@@ -1,4 +1,4 @@
-"""Python `websockets` echo server (SPEC §3.2's Python peer), run from load_tests/.venv:
+"""Python `websockets` echo server (the echo benchmark's Python peer), run from load_tests/.venv:
 `python -m load_tests.apps.ws_echo_websockets PORT`. Plain asyncio, no keepalive pings, no
 compression; GET /ping answers 200 for the harness, /pong (any path) echoes each message.
 """

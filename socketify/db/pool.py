@@ -1,7 +1,8 @@
 """`BoundedPool`: at most `size` database connections per process, shared by all greenlets.
 
 Theory of operation. Pony keeps one connection per thread, and under gevent every request
-greenlet is a thread, so 500 concurrent requests would open 500 connections (Pony issue #564).
+greenlet is a thread, so 500 concurrent requests would open 500 connections
+(https://github.com/ponyorm/pony/issues/564).
 This pool replaces Pony's per-thread pool: `connect()` takes a slot from a semaphore of `size`
 slots, waiting at most `timeout` seconds (then `PoolTimeout`, a 503), and hands out an idle
 connection or opens a new one; `release()` resets the connection and puts it back; `drop()`

@@ -1,4 +1,4 @@
-"""A TTL cache for strings and bytes, with JSON helpers and an injectable clock (SPEC §1.19).
+"""A TTL cache for strings and bytes, with JSON helpers and an injectable clock.
 
     cache = TtlCache(default_ttl=300)          # seconds; 0 means entries never expire
     cache.set("user:42", payload)              # uses default_ttl

@@ -1,4 +1,4 @@
-"""In-process WebSocket and SSE sessions for `TestClient` (DESIGN §4, Testing).
+"""In-process WebSocket and SSE sessions for `TestClient`.
 
 `client.websocket(path)` and `client.sse(path)` write the request over a socket pair to the
 real connection code (`socketify.server.in_process`), so the handshake, the hand-over to

@@ -11,7 +11,7 @@ any transaction, so a failure aborts nothing) on one of our `GreenConnection`s, 
 what was prepared on them. A failure of the prepared path on a connection that is still
 open — a schema change that alters the result's type, a pooler (PgBouncer in transaction
 mode) that does not keep prepared statements — switches it off for good in this process, and
-the caller runs the statement as text, as before: that run's errors are the ones the request
+the caller runs the statement as plain text: that run's errors are the ones the request
 sees. A lost connection raises the driver's error to the caller, which reconnects as Pony
 would for its own statement (and prepares again on the new connection).
 `db.last_sql` and the query statistics keep showing the SELECT.

@@ -13,7 +13,7 @@
 Theory of operation. Each text message is parsed as an envelope and handed to the handler
 registered for its type. What cannot be dispatched goes to the raw handler when there is one,
 otherwise the client gets an `error` event saying why (`App(error_events=False)` drops it
-silently, as upstream did). Rooms are rooms of a `pulse.Hub`, so they span workers and a
+silently instead). Rooms are rooms of a `pulse.Hub`, so they span workers and a
 broadcast is encoded once. Binary messages are left to the channel (and `pulse.media`).
 
 `bind(server)` registers a GET route for each path recorded so far, and a path recorded later
