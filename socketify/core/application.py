@@ -37,7 +37,7 @@ from socketify.core.errors import HTTPError
 from socketify.core.options import ServerOptions
 from socketify.core.request import Request
 from socketify.core.response import TEXT_PLAIN, Response
-from socketify.core.routing import Group, Middleware, Registrar, Route, Router, allow_header
+from socketify.core.routing import ANY, Group, Middleware, Registrar, Route, Router, allow_header
 from socketify.protocol.http11.status import reason
 
 __all__ = ["Application", "ErrorHandler"]
@@ -135,7 +135,14 @@ class Application(Registrar):
             res.set_header("Allow", allow_header(self.router.methods(), with_options=True))
             res.send_status(204)
             return
-        route, params, allowed = self.router.find(method, path)
+        # PERF: a static path's route first, as `Router.find` would look it up: most requests
+        # go to one, and this spares them a call.
+        table = self.router.static_paths.get(path)
+        route = (table.get(method) or table.get(ANY)) if table is not None else None
+        if route is not None:
+            params = allowed = None
+        else:
+            route, params, allowed = self.router.find(method, path)
         if route is None:
             if allowed is None:
                 _not_found(res)

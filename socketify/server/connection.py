@@ -313,18 +313,16 @@ class Connection:
             self.deadline = None
             res.upgrade(self)
             return False
-        parts = response_parts(http, head, res, keep_alive)
         if res.file_path is None and res.stream_iter is None:
             # A buffered answer: queued, so answers to pipelined requests go out in one write.
+            data = http.respond(head, res.status_code, res.fields(), res.body, keep_alive)
             out = self._out
-            for part in parts:
-                assert isinstance(part, bytes)  # a buffered answer has no file range
-                out.append(part)
-            if len(out) > 16 or len(out[-1]) >= BATCH_BYTES:
+            out.append(data)
+            if len(out) > 16 or len(data) >= BATCH_BYTES:
                 self._flush()
         else:
             self._flush()
-            if not self._send_parts(parts):
+            if not self._send_parts(response_parts(http, head, res, keep_alive)):
                 return False
         service.request_done()
         keep_alive = http.keep_alive
