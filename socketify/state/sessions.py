@@ -232,24 +232,9 @@ class Session(MutableMapping[str, Any]):
 
     @classmethod
     def loaded(cls, sid: str, data: dict[str, Any], raw: bytes, cookie_value: str) -> Session:
-        """An existing session as a store strategy loads it (`raw`: its stored JSON).
-
-        PERF: the same attributes as `__init__` sets, without calling a class: one of
-        these is built for every request that carries a session.
-        """
-        session = cls.__new__(cls)
-        session.id = sid
-        session.is_new = False
-        session._data = data
-        session._raw = raw
-        session.expires_at = None
+        """An existing session as a store strategy loads it (`raw`: its stored JSON)."""
+        session = cls(sid, data, is_new=False, raw=raw)
         session.cookie_value = cookie_value
-        session._dirty = False
-        session._destroyed = False
-        session._regenerated = False
-        session._touched = False
-        session._previous = []
-        session._changed = None
         return session
 
     # -- the mapping ----------------------------------------------------------------------
@@ -429,18 +414,12 @@ def middleware(secret: str, strategy: str = "store", **options: Any) -> Callable
     load = impl.load
     persist = impl.persist
 
-    # PERF: the hooks use the request's locals slot directly (no property call); they run
-    # for every request of every route that has sessions.
     def sessions_load(req: Request, res: Response) -> bool:
-        session = load(req)
-        if req._locals is None:
-            req._locals = {"session": session}
-        else:
-            req._locals["session"] = session
+        req.locals["session"] = load(req)
         return True
 
     def sessions_persist(req: Request, res: Response, error: BaseException | None) -> None:
-        session = req._locals["session"]  # type: ignore[index]  # set by sessions_load
+        session = req.locals["session"]
         if error is None:
             persist(session, res)
         elif isinstance(error, Exception):

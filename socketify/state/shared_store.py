@@ -51,7 +51,7 @@ def _after_fork() -> None:
     _fork_epoch += 1
     _local = None  # a child must not believe it shares its parent's private store
     for store in list(_stores):
-        store._unbind()
+        store.unbind()
 
 
 os.register_at_fork(after_in_child=_after_fork)
@@ -115,10 +115,11 @@ class SharedStore:
         if not self.namespace:
             # PERF: with no namespace to add, the backend's own methods answer (instance
             # attributes over the methods below), so `get`, `set` and `take` cost no call
-            # of ours; a forked child drops them (`_unbind`) and binds its own backend.
+            # of ours; a forked child drops them (`unbind`) and binds its own backend.
             vars(self).update(get=backend.get, set=backend.set, take=backend.take)
 
-    def _unbind(self) -> None:
+    def unbind(self) -> None:
+        """Forget this process's backend (a forked child binds its own on first use)."""
         for name in _DIRECT:
             vars(self).pop(name, None)
         self._backend = None

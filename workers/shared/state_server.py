@@ -127,10 +127,26 @@ class StateServer:
         self._sweep_cursor = 0
         self._next_sweep = time.monotonic() + TABLE_SWEEP_EVERY
         ref = weakref.ref(self)
-        os.register_at_fork(after_in_child=lambda: _in_child(ref))
+        os.register_at_fork(after_in_child=lambda: _child_of(ref))
 
     # -- main thread -------------------------------------------------------------------------
 
+
+    def after_fork_in_child(self) -> None:
+        """In a forked child: keep only the rings made for it, and never run the thread."""
+        keep = self._forking
+        self._thread = None
+        self._running = False
+        for endpoint in [*self._endpoints.values(), *(p.endpoint for p in self._peers.values())]:
+            if endpoint is not keep:
+                _close(endpoint)
+        self._endpoints.clear()
+        self._peers.clear()
+        self._by_fd.clear()
+        if self._control >= 0:
+            self._epoll.close()
+            os.close(self._control)
+            self._control = -1
     def start(self) -> None:
         """Start the server thread (before the first fork)."""
         if self._thread is not None:
@@ -423,21 +439,7 @@ def _close(endpoint: Endpoint) -> None:
     endpoint.down.close()
 
 
-def _in_child(ref: weakref.ReferenceType[StateServer]) -> None:
-    """After fork, in the child: keep only the rings made for it, never run the thread."""
+def _child_of(ref: weakref.ReferenceType[StateServer]) -> None:
     server = ref()
-    if server is None:
-        return
-    keep = server._forking
-    server._thread = None
-    server._running = False
-    for endpoint in [*server._endpoints.values(), *(p.endpoint for p in server._peers.values())]:
-        if endpoint is not keep:
-            _close(endpoint)
-    server._endpoints.clear()
-    server._peers.clear()
-    server._by_fd.clear()
-    if server._control >= 0:
-        server._epoll.close()
-        os.close(server._control)
-        server._control = -1
+    if server is not None:
+        server.after_fork_in_child()
