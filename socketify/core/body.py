@@ -1,4 +1,4 @@
-"""Form bodies: urlencoded and multipart/form-data (SPEC §1.8, DESIGN §4b "Bodies").
+"""Form bodies: urlencoded and multipart/form-data.
 
 Theory of operation. `parse_form(req)` reads the body through `req.iter_body()`, so a body the
 connection streams is never held whole: each piece goes straight into python-multipart's
@@ -10,8 +10,8 @@ limit answer 413; a body that is not valid multipart (no boundary, bad framing, 
 answers 400. Temporary files are closed when the request's `UploadedFile`s are dropped, or
 explicitly with `close()`.
 
-Where SPEC §1.8 leaves a choice we follow it: a part is a file when it has a filename or a
-Content-Type, a field without a name is dropped, binary data is kept byte for byte.
+A part is a file when it has a filename or a Content-Type, a field without a name is
+dropped, binary data is kept byte for byte.
 """
 
 from __future__ import annotations
@@ -268,7 +268,7 @@ class _MultipartReader:
             self.spool = None
             spool.seek(0)
             if not self.name:
-                spool.close()  # SPEC: a part without a name is dropped
+                spool.close()  # a part without a name is dropped
                 return
             self.files.add(
                 UploadedFile(

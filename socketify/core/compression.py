@@ -1,9 +1,9 @@
-"""Response compression, run by the server after the middleware chain (SPEC §1.10.5).
+"""Response compression, run by the server after the middleware chain.
 
 Theory of operation. `Server(compression=True | False | CompressionOptions(...))` resolves to a
 `Compressor` once; `Server.handle` calls it for every response. It returns at once when the
 request has no Accept-Encoding (the cost of /ping stays a header lookup). Otherwise it picks
-gzip or deflate by q-value (`gzip;q=0` is a refusal, unlike SPEC §5.14) and compresses:
+gzip or deflate by q-value (`gzip;q=0` is a refusal) and compresses:
 
 - a buffered body of at least `min_size` bytes, kept only if it got smaller;
 - a streamed body chunk by chunk with a sync flush after each, so every chunk still reaches
@@ -139,7 +139,7 @@ class Compressor:
 
     def _compressible(self, content_type: str | None) -> bool:
         if not content_type:
-            return True  # SPEC: an untyped body may be compressed
+            return True  # an untyped body may be compressed
         media = content_type.split(";", 1)[0].strip().lower()
         if media == "text/event-stream":
             return False

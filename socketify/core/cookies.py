@@ -1,9 +1,9 @@
-"""Cookie header parsing and Set-Cookie line building (SPEC §1.7, RFC 6265).
+"""Cookie header parsing and Set-Cookie line building (RFC 6265).
 
 Parsing is lenient, as browsers send what they were given: pairs without `=` or with an empty
 name are skipped, one pair of surrounding double quotes is stripped, the last duplicate wins.
 Building is strict: a name must be an RFC 6265 token and no part may contain CR, LF, NUL, `;`
-or `,` — those would let a value inject attributes or split the response (SPEC §5.13).
+or `,` — those would let a value inject attributes or split the response.
 """
 
 from __future__ import annotations

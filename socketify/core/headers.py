@@ -2,8 +2,9 @@
 
 `MultiDict` keeps every value of a repeated key and answers `d[k]` with the last one (what a
 form or query user means), `getall(k)` with all of them. `Headers` is the case-insensitive
-variant used for request headers, where `h[k]` joins repeated values with ", " (RFC 9110
-§5.3) and middleware may write (e.g. `X-Request-Id`).
+variant used for headers, where `h[k]` joins repeated values with ", " (RFC 9110 §5.3);
+`Request.headers` and `Response.headers` hand out read-only ones (middleware changes a
+request's headers with `req.set_header`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Content types by file extension (SPEC §1.23, with DESIGN's `.js` → `text/javascript`)."""
+"""Content types by file extension (`.js` is `text/javascript`, as RFC 9239 says)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 `accepted_encodings` reads q-values properly (RFC 9110 §12.5.3): `gzip;q=0` refuses gzip, `*`
 covers what is not named, and the order of preference is by q, then by the server's own order.
-`add_vary` appends a token to Vary without duplicating it (the C++ version replaced an
-existing Vary or matched substrings).
+`add_vary` appends a token to Vary without duplicating it and without replacing what other
+middleware put there; tokens are compared whole, never as substrings.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ _POSITIVE_SIZES = (
 
 @dataclass(frozen=True, slots=True)
 class ServerOptions:
-    """Server settings (DESIGN §4b); durations are seconds, sizes are bytes.
+    """Server settings; durations are seconds, sizes are bytes.
 
     An unknown keyword raises `TypeError` (the dataclass constructor does that for us), a value
     out of range raises `ValueError`, so a typo never silently falls back to a default.

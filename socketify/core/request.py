@@ -1,13 +1,12 @@
-"""`Request`: one parsed HTTP request as handlers see it (SPEC §1.5, DESIGN §4).
+"""`Request`: one parsed HTTP request as handlers see it.
 
 Built by the connection from a `RequestHead` and the body: `b""` when there is none, else an
 iterable of pieces that the connection reads only when asked (kept as a `BodyStream`), which
-`iter_body()` passes on as they come and `body` reads whole on first use. Nothing of a body is
-read before the app asks, so `limit_body` can refuse it from Content-Length alone. Only what
-every request needs is computed up front; the header mapping, query, cookies, decoded path
-and proxy-aware address are parsed on first use and cached (SPEC §5.7 claimed lazy parsing
-and did not do it). Form and multipart parsing live in `socketify.core.body`; the methods here
-only delegate and cache.
+`iter_body()` passes on as they come and `body` reads whole on first use. Nothing of a body is read
+before the app asks, so `limit_body` can refuse it from Content-Length alone. Only what every
+request needs is computed up front; the header mapping, query, cookies, decoded path and proxy-aware
+address are parsed on first use and cached. Form and multipart parsing live in
+`socketify.core.body`; the methods here only delegate and cache.
 """
 
 from __future__ import annotations
@@ -255,7 +254,7 @@ class Request:
 
     @property
     def cookies(self) -> dict[str, str]:
-        """Cookies sent by the client (SPEC §1.7: last duplicate wins, no URL-decoding)."""
+        """Cookies sent by the client (the last of duplicates wins; no URL-decoding)."""
         cookies = self._cookies
         if cookies is None:
             lines = [value for name, value in self.header_fields() if name == "cookie"]

@@ -1,4 +1,4 @@
-"""The router: patterns, precedence, groups and per-route middleware (SPEC §1.4, DESIGN §4b).
+"""The router: patterns, precedence, groups and per-route middleware.
 
 Theory of operation. A pattern is split on "/" (empty segments ignored) into static segments,
 `:name`/`{name}` parameters (one segment) and a final `*name` wildcard (the rest, maybe "").
@@ -44,7 +44,7 @@ Handler = Callable[["Request", "Response"], Any]
 H = TypeVar("H", bound=Callable[..., Any])
 
 ANY = "*"
-# SPEC §1.4: the order methods are listed in an Allow header.
+# The order methods are listed in an Allow header.
 _ALLOW_ORDER = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD", "CONNECT", "TRACE")
 _METHOD = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
@@ -80,7 +80,7 @@ def decode_path(raw_path: str) -> str:
 
 
 def allow_header(methods: list[str] | tuple[str, ...], *, with_options: bool = False) -> str:
-    """Format an Allow value: SPEC order, others after, HEAD appended when only GET is there."""
+    """Format an Allow value: the order above, others after, HEAD added when only GET is there."""
     present = set(methods)
     if with_options:
         present.add("OPTIONS")
@@ -121,7 +121,7 @@ class Route:
             if text[0] == "*":
                 self.wildcard = (text[1:] or "*", index)
                 self.segments.append(("w", self.wildcard[0]))
-                break  # SPEC: segments after a wildcard are discarded
+                break  # segments after a wildcard are discarded
             if text[0] == ":" or (text[0] == "{" and text[-1] == "}" and len(text) > 1):
                 name = text[1:] if text[0] == ":" else text[1:-1]
                 if not name:

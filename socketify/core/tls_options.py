@@ -75,7 +75,7 @@ class TlsOptions:
 
     def _context(self, cert_file: str, key_file: str) -> ssl.SSLContext:
         # Looked up at call time: under gevent this is its patched subclass, whose property
-        # setters work (the original's refer to the module name that gevent replaced).
+        # setters work (the standard library's refer to the module name that gevent replaced).
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = _VERSIONS[self.min_version]
         context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE

@@ -1,4 +1,4 @@
-"""Middleware built-ins, all of the one shape `(req, res, next)` (SPEC §1.10, DESIGN §4).
+"""Middleware built-ins, all of the one shape `(req, res, next)`.
 
 `request_id()` and `body_limit(n)` are here; the others live in their modules and are also
 reachable from the top level: `socketify.logging`, `socketify.cors`, `socketify.ratelimit`,

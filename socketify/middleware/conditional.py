@@ -6,7 +6,7 @@ request's mapping (which honours what middleware changed): built once, it answer
 dozen lookups a file answer needs with dict accesses instead of a scan of the list each.
 
 - ETags are strong, `"<size hex>-<mtime_ns hex>"`: a write within the same second still
-  changes them (SPEC §5.19 used whole seconds and a weak tag, which made If-Range useless).
+  changes them (whole seconds or a weak tag would make If-Range useless).
 - Preconditions are evaluated in the order of RFC 9110 §13.2.2: If-Match, else
   If-Unmodified-Since (412); then If-None-Match — a list, `*`, weak comparison — else
   If-Modified-Since, which is ignored when If-None-Match is present (304).

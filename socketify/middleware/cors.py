@@ -124,7 +124,7 @@ def _origin_rule(
         if reflect:
             return (lambda origin: origin), True
         if credentials:
-            # SPEC: `*` with credentials is refused — browsers reject it, and reflecting any
+            # `*` with credentials is refused — browsers reject it, and reflecting any
             # origin with cookies would hand every site the user's session.
             return (lambda origin: None), False
         return _any_origin, False

@@ -1,6 +1,6 @@
 """The HTML page of a directory listing for the static-files middleware.
 
-Fixes SPEC §5.18: entries are sorted (directories first, then by name without case), names are
+Entries are sorted (directories first, then by name without case), names are
 HTML-escaped and their links percent-encoded, there is a parent link below the mount root, and
 what the middleware would refuse to serve — hidden names, symlinks leading out of the root,
 sockets and devices — is not listed either.

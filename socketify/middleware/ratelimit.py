@@ -1,4 +1,4 @@
-"""Token-bucket rate limiting (SPEC §1.10.4) on a pluggable `Store`.
+"""Token-bucket rate limiting on a pluggable `Store`.
 
 Theory of operation. Each key (by default the client address) owns a bucket of `capacity`
 tokens that refills at `refill_per_second`; a request takes one token or is answered 429. The
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["middleware"]
 
-_NEVER_REFILLS = 3600  # Retry-After when refill_per_second is 0 (SPEC)
+_NEVER_REFILLS = 3600  # Retry-After when refill_per_second is 0
 _instances = itertools.count(1)
 
 

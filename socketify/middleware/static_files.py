@@ -1,12 +1,12 @@
-"""Static files: a middleware serving a directory tree with sendfile (SPEC §1.9, DESIGN §4b).
+"""Static files: a middleware serving a directory tree with sendfile.
 
 Theory of operation, per request:
 
 1. **Mount.** The raw path is split on "/" and each segment decoded (so `%2F` stays inside a
    segment); the request is ours only when its leading segments equal the mount's — `/assets`
-   never serves `/assetsX` (SPEC §5.16). Everything else goes to `next()`, whatever the options.
+   never serves `/assetsX`. Everything else goes to `next()`, whatever the options.
 2. **Method.** GET and HEAD are served. Others go on with `fallthrough`; without it they get
-   405 (OPTIONS: 204) with `Allow: GET, HEAD` — only under the mount (SPEC §5.17).
+   405 (OPTIONS: 204) with `Allow: GET, HEAD` — only under the mount.
 3. **Safety.** A segment that is `.`/`..`, holds "/", "\\" or NUL once decoded, or is hidden
    (unless `allow_hidden`) is refused. Components are checked with lstat from the (real) root
    down; if a symlink is met, the real path must still be inside the root. A refusal is a miss.
@@ -298,7 +298,7 @@ def _serve_file(
 ) -> bool:
     versions = opts.versions
     version = versions.get(path, info)
-    content_type = version.content_type  # the original's type, also for a .gz/.br sibling
+    content_type = version.content_type  # the uncompressed file's type, also for a .gz/.br sibling
     if precompressed:
         codings = versions.siblings(version)
         if codings:

@@ -3,7 +3,7 @@
 Theory of operation. The connection owns a raw non-blocking socket and two libev watchers.
 Reads and writes try the socket first and only park the greenlet on a watcher when the kernel
 says EAGAIN, so a request whose bytes are already there costs no hub switch. Deadlines are
-whole phases (SPEC §5 item 3 fixed): `deadline` is set when a phase starts — idle between
+whole phases, not the time since the last byte: `deadline` is set when a phase starts — idle between
 requests, the head from its first byte, the body, the handler with `request_timeout` — and
 the service's sweeper throws `Expired` into a connection whose deadline has passed. Pipelined
 requests already in the buffer are answered in one batch and written with one send; after a

@@ -4,7 +4,7 @@ Theory of operation. Each listening socket gets a libev read watcher whose callb
 the hub, accepts every pending connection without blocking, and spawns a raw greenlet per
 connection. At `max_connections` the watchers stop, so new clients wait in the kernel's
 backlog instead of being accepted and starved; an EMFILE pauses accepting briefly instead of
-spinning (SPEC §5 item 5). One sweeper greenlet expires connections whose phase deadline has
+spinning. One sweeper greenlet expires connections whose phase deadline has
 passed, every quarter second. `stop(graceful=True)` closes the listeners, gives idle
 keep-alive connections a short grace (a request may be on the wire), lets in-flight requests
 finish (their answer carries `Connection: close`), and returns when all are gone or

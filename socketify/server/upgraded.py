@@ -98,7 +98,7 @@ DROPPED: Final = SendStatus.DROPPED
 # instead of dropping (a protocol with history must not lose messages silently), so the bound
 # is more generous than uWebSockets': a healthy client behind a slow link that absorbs a
 # burst is not cut off, while a client that stopped reading costs at most this much plus the
-# message that crossed it (the issue-16 bar is 2 MiB of worker memory per stalled client).
+# message that crossed it (load_tests/faults.py `slow-reader` measures it per client).
 MAX_BACKPRESSURE = 1 << 20
 # Ask for no bound explicitly: `max_backpressure=UNBOUNDED` (the app then owns the memory).
 UNBOUNDED = sys.maxsize

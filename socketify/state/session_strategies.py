@@ -12,11 +12,11 @@ new empty session.
 - **cookie**: the data travels in the cookie, signed and timestamped by itsdangerous (a
   cookie older than `ttl` is refused by the server too, not only by the browser). Over
   `max_cookie_size` bytes the response fails loudly instead of the browser silently dropping
-  the cookie (SPEC §5.21).
+  the cookie.
 - **jwt**: HS256 only (the header's `alg` is never trusted), `exp` required, `nbf` and (when
   `jwt_issuer` is set) `iss` checked by PyJWT. `destroy()` and `regenerate()` put the old
   token's `jti` on a deny-list in the store until the token would have expired anyway
-  (SPEC §5.20: upstream revoked nothing).
+  (a logout or a new id revokes the old token).
 """
 
 from __future__ import annotations
@@ -380,7 +380,7 @@ class JwtStrategy:
                 self.store.set(_DENY_PREFIX + old_id, b"1", left + 1.0)
         if session.destroyed:
             if opts.jwt_transport != "bearer":
-                opts.clear_cookie(res)  # once, even for "both" (SPEC §5.20 sent it twice)
+                opts.clear_cookie(res)  # once, even for "both"
             return
         if not session.wants_saving(opts):
             return

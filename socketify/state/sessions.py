@@ -1,4 +1,4 @@
-"""Sessions (SPEC §1.11): `server.use(sessions.middleware(secret=...))`, then `req.session`.
+"""Sessions: `server.use(sessions.middleware(secret=...))`, then `req.session`.
 
     server.use(sessions.middleware(secret=os.environ["SESSION_SECRET"]))   # store strategy
 
@@ -15,7 +15,7 @@ new empty session, never an error. The `after` hook, once the rest of the chain 
 returned (the response is still writable: it is serialized only once the chain is done),
 persists the session when something calls for it (below) and sets the cookie or token. It
 also persists when the handler raised: what the handler changed before the error is kept
-(SPEC §5.21), and the error still becomes the error answer.
+and the error still becomes the error answer.
 
 A session is persisted when it is dirty, regenerated, touched, new with data, new with
 `save_uninitialized`, or existing with `rolling` — but a new empty session is never persisted
@@ -396,7 +396,7 @@ def get(req: Request) -> Session | None:
 
 
 def middleware(secret: str, strategy: str = "store", **options: Any) -> Callable[..., None]:
-    """Load `req.session` before the handler and persist it after (SPEC §1.11 options)."""
+    """Load `req.session` before the handler and persist it after (`SessionOptions`)."""
     opts = SessionOptions(secret=secret, strategy=strategy, **options)
     store: Store = (
         opts.store
@@ -423,7 +423,7 @@ def middleware(secret: str, strategy: str = "store", **options: Any) -> Callable
         if error is None:
             persist(session, res)
         elif isinstance(error, Exception):
-            # What the handler changed before failing is kept (SPEC §5.21); the handler's
+            # What the handler changed before failing is kept; the handler's
             # error, not a failure to save, is what the client hears about.
             try:
                 persist(session, res)

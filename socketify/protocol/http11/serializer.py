@@ -1,7 +1,7 @@
 """HTTP/1.1 response heads, sans-IO: status lines, dates, field checks, chunks.
 
 Every name and value that reaches the wire passes `check_header_name`/`check_header_value`,
-so no caller can split a response with CR or LF (SPEC §5 item 13).
+so no caller can split a response with CR or LF.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Status codes: reason phrases and ready-made status lines.
 
-Our own table pins the phrases SPEC §1.23 lists, so they do not drift with the Python version
+Our own table pins the phrases of the common codes, so they do not drift with the Python version
 (3.13 renamed 413 and 422); every other code takes the `http.HTTPStatus` phrase, or `Unknown`.
 """
 

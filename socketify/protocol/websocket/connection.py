@@ -10,7 +10,7 @@ before the echo of that message) even when the handler answers in the middle of 
 and any greenlet may send while another one reads.
 
 The close handshake (RFC 6455 §7) is the state table below. Whoever ends the connection,
-exactly one `Close` event comes out, carrying the code actually exchanged (DESIGN §4b):
+exactly one `Close` event comes out, carrying the code actually exchanged:
 
 - the peer closes first: we echo its code (an empty close gets an empty close: 1005 never
   goes on the wire) and report its code, or 1005 when it sent none;

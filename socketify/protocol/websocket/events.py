@@ -73,7 +73,7 @@ class Pong:
 
 @dataclass(frozen=True, slots=True)
 class Close:
-    """The connection is over; `code` is the one actually exchanged (DESIGN §4b).
+    """The connection is over; `code` is the one actually exchanged (see `connection`).
 
     The peer's code when it closed first (1005 if its close frame had none), our code when
     we closed first or failed the connection (1002/1007/1009), 1006 when no close frame was

@@ -13,7 +13,7 @@ Refusals, in the order they are checked:
 - `Connection` without the `upgrade` token → 400;
 - `Sec-WebSocket-Version` missing or not 13 → 426 with `Sec-WebSocket-Version: 13` (§4.4);
 - `Sec-WebSocket-Key` missing, repeated or not base64 of 16 bytes → 400;
-- an `Origin` outside the allow-list → 403 (cross-site WebSocket hijacking, SPEC §5 item 27).
+- an `Origin` outside the allow-list → 403 (cross-site WebSocket hijacking).
   Requests without Origin are not from browsers, which always send it, so they pass.
 
 Subprotocols: the first of the client's entries, in the client's order, that matches a
