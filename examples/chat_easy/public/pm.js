@@ -1,4 +1,4 @@
-// The PM media frame format of socketify.pulse.media, big-endian:
+// The PM media frame format of socketify.realtime.pulse.media, big-endian:
 // "PM" | kind u8 | stream u16 | seq u32 | timestamp_us u64 | flags u8
 // | mime_len u16 + mime (image kinds 3 and 4 only) | payload
 "use strict";
