@@ -1,8 +1,8 @@
 """One HTTP/1.1 server connection, sans-IO: request bytes in, events out; a response in, bytes out.
 
 Theory of operation. `ServerConnection` owns the connection's parser and the state of the
-request being answered. The owner (a socket greenlet, or `TestClient`) feeds it what it received
-and pulls events:
+answer being sent. The owner (a socket greenlet, or `TestClient`) feeds it what it received and
+pulls events:
 
     conn.receive_data(sock.recv(65536))       # b"" means the peer closed
     while (event := conn.next_event()) is not NEED_DATA:
@@ -10,8 +10,8 @@ and pulls events:
 
 A request is one `RequestHead`, its body pieces, then `END_OF_MESSAGE`; input we refuse raises
 `ParseError(status, detail)` and the owner answers `conn.refuse(...)` and closes. Pipelined
-requests wait in the parser's buffer: the next head comes only after the owner has finished
-answering the current one (`end_response`), so requests are answered in order.
+requests wait in the parser's buffer until the owner asks for the next head, which it does once
+it has answered the current one, so requests are answered in order.
 
 To answer, the owner asks for the bytes to write: `continue_response(head)` (the interim `100
 Continue`, once, only when the client asked for it), then either `respond(head, status, fields,
