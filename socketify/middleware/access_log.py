@@ -80,7 +80,10 @@ def middleware(
         if not log.isEnabledFor(level):
             return
         ms = (clock() - req.started_ns) / 1e6
-        ip = resolve(req) if resolve is not None else req.remote_ip
+        if resolve is not None:
+            ip = resolve(req)
+        else:  # `req.remote_ip` without its call when proxies are not trusted
+            ip = req.remote_ip if req.trust_proxy else req.remote_addr
         sink.send(level, render(req, ip, status, ms, sent, log))
 
     # After only: the request's clock starts when it is created.
@@ -115,7 +118,7 @@ def _dev(
     req: Request, ip: str, status: int, ms: float, sent: int | None, log: logging.Logger
 ) -> str:
     size = "-" if sent is None else f"{sent}B"
-    path = req.raw_path
+    path = req.head.path  # as sent
     # The parser lets only visible ASCII through in a target, so the path as sent needs
     # escaping only for a quote, and decoding only for a `%`.
     if "%" in path or '"' in path:

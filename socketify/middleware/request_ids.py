@@ -39,12 +39,12 @@ def request_id(
     The id is set on the request too, so the handler and later middleware read it with
     `req.header(header)`.
     """
-    check_header_name(header)  # a bad name fails here, not on the first request
+    lower = check_header_name(header)  # a bad name fails here, not on the first request
     fullmatch = _WELL_FORMED.fullmatch
     make = generate or _fresh_id
 
     def request_id_middleware(req: Request, res: Response) -> bool:
-        rid = req.header(header) if trust_incoming else ""
+        rid = req.header(lower) if trust_incoming else ""
         if not rid or fullmatch(rid) is None:
             rid = make()
             req.set_header(header, rid)
