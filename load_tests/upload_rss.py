@@ -1,6 +1,6 @@
 """How much a worker's memory grows while it takes a 50 MiB multipart upload.
 
-Theory of operation: starts `socketify run tests.batteries.apps.static_app:server` (1 worker;
+Theory of operation: starts `socketify run tests.middleware.apps.static_app:server` (1 worker;
 its /upload route parses the form with `req.multipart()` and hashes the file), resets the
 worker's peak RSS (`echo 5 > /proc/<pid>/clear_refs`, so VmHWM restarts from the current RSS),
 posts a 50 MiB file with `curl -F`, and prints the RSS before, the peak during the upload and
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for `python load
 
 from load_tests.harness import HOST, child_pids, free_port, serve
 
-APP = "tests.batteries.apps.static_app:server"
+APP = "tests.middleware.apps.static_app:server"
 BUDGET_KIB = 10 * 1024
 
 

@@ -1,33 +1,17 @@
-"""Helpers for the framework-core tests: build requests directly, no sockets."""
+"""Fixtures for the framework-core tests: build requests directly, no sockets."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import pytest
 
 from socketify import Request, Response, Server
-from socketify.protocol.http11 import RequestHead
+from tests.support.handle import build_request, handle
 from tests.support.wire import wire_bytes
 
 MakeRequest = Callable[..., Request]
 Call = Callable[..., Response]
-
-
-def build_request(
-    method: str = "GET",
-    target: str = "/",
-    headers: Iterable[tuple[str, str]] = (),
-    body: bytes = b"",
-    *,
-    version: str = "HTTP/1.1",
-    remote_addr: str = "10.0.0.1",
-    trust_proxy: bool = False,
-) -> Request:
-    """A Request as the connection would build it (header names lower-cased)."""
-    path, _, query = target.partition("?")
-    head = RequestHead(method, target, path, query, version, [(n.lower(), v) for n, v in headers])
-    return Request(head, body, remote_addr, trust_proxy=trust_proxy)
 
 
 @pytest.fixture
@@ -41,10 +25,7 @@ def call() -> Call:
     """Run one request through `server.handle` and return the Response."""
 
     def run(server: Server, method: str = "GET", target: str = "/", **kwargs: object) -> Response:
-        req = build_request(method, target, **kwargs)  # type: ignore[arg-type]
-        res = Response(req)
-        server.handle(req, res)
-        return res
+        return handle(server, build_request(method, target, **kwargs))  # type: ignore[arg-type]
 
     return run
 

@@ -4,7 +4,7 @@ each test run with socketify.db's fast path on and off.
 SQLite gets a file in the test's tmp_path; PostgreSQL a schema of its own in database `test`
 (via `?schema=`); MariaDB a database of its own. Each is dropped afterwards, so runs and
 tests never see each other's tables. PostgreSQL and MariaDB tests skip when the server is not
-running — or fail, under SOCKETIFY_REQUIRE_SERVICES=1 (see tests/services.py).
+running — or fail, under SOCKETIFY_REQUIRE_SERVICES=1 (see tests/support/services.py).
 
 A module that says `pytestmark = pytest.mark.usefixtures("fast_path")` runs each of its tests
 twice, `[fast]` and `[plain]` (SOCKETIFY_DB_FAST_PATH=1 and 0, which the servers and scripts
@@ -21,9 +21,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from db_support import MYSQL_HOST, MYSQL_PORT, PG_ADMIN_URL, mysql_admin, pg_admin, unique_name
 
 from socketify.db import fastpath
+from tests.db.db_support import (
+    MYSQL_HOST,
+    MYSQL_PORT,
+    PG_ADMIN_URL,
+    mysql_admin,
+    pg_admin,
+    unique_name,
+)
 
 ENGINES = ("sqlite", "postgres", "mysql")
 FAST_PATH_MODES = ("fast", "plain")

@@ -1,16 +1,11 @@
-"""Helpers for the database tests: service checks and admin connections (import by name;
-`conftest` is ambiguous when several test folders have one)."""
+"""Helpers for the database tests: where the servers are, and admin connections."""
 
 from __future__ import annotations
 
-import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: services.py
-
-from services import require_module, require_service
+from tests.support.services import require_module, require_service
 
 __all__ = [
     "MYSQL_HOST",
@@ -20,8 +15,6 @@ __all__ = [
     "PG_PORT",
     "mysql_admin",
     "pg_admin",
-    "require_module",
-    "require_service",
     "unique_name",
 ]
 

@@ -7,12 +7,12 @@ import threading
 from typing import Any
 
 import pytest
-from db_models import define
-from db_support import pg_admin
 from pony.orm import TransactionIntegrityError, commit, db_session, rollback
 
 import socketify.db
 from socketify.db import PoolTimeout
+from tests.db.db_models import define
+from tests.db.db_support import pg_admin
 
 pytestmark = pytest.mark.usefixtures("fast_path")
 

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from db_support import require_service
 from pony.orm import db_session
 
 import socketify.db
@@ -17,6 +16,7 @@ from socketify import Request, Response, Server
 from socketify.db import documents
 from socketify.db.documents import DocumentStore, DuplicateKeyError, InvalidQuery
 from socketify.testing import TestClient
+from tests.support.services import require_service
 
 ENGINES = ["memory", "sqlite", "postgres", "mongo"]
 

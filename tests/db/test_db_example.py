@@ -6,17 +6,15 @@ import importlib
 import json
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
 import pytest
-from test_db_live import get
 
-from socketify.testing import LiveServer, TestClient
+from socketify.testing import TestClient
+from tests.db.test_db_live import get
+from tests.support.serve import Launcher
 
 pytestmark = pytest.mark.usefixtures("fast_path")
-
-REPO = Path(__file__).resolve().parent.parent.parent
 
 
 @pytest.fixture
@@ -50,13 +48,12 @@ def test_the_documented_session(example: ModuleType) -> None:
     assert events == ["todo deleted", "todo updated", "todo added", "user created"]
 
 
-def test_two_workers_share_one_sqlite_database(sqlite_url: str) -> None:
+def test_two_workers_share_one_sqlite_database(serve: Launcher, sqlite_url: str) -> None:
     env = {"DATABASE_URL": sqlite_url}
-    with LiveServer("examples.todos_db:server", workers=2, cwd=str(REPO), env=env) as server:
-        assert get(server.port, "/ping", timeout=30) == (200, b"pong")
+    with serve("examples.todos_db:server", workers=2, env=env) as server:
         for number in range(10):  # spread over both workers by the kernel
             con_status = post(server.port, "/users", {"name": f"u{number}", "email": f"{number}@x"})
-            assert con_status == 201, server.log()
+            assert con_status == 201, server.output()
         status, body = get(server.port, "/activity?limit=100")
     assert status == 200
     assert len(json.loads(body)) == 10

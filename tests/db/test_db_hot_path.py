@@ -7,8 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from db_models import define
-from db_support import pg_admin
 from pony.orm import ObjectNotFound, db_session
 from pony.orm.dbapiprovider import DBException, IntegrityError
 
@@ -16,6 +14,8 @@ import socketify.db
 from socketify import Request, Response, Server
 from socketify.db.fastpath.loader import loader_for
 from socketify.testing import TestClient
+from tests.db.db_models import define
+from tests.db.db_support import pg_admin
 
 pytestmark = pytest.mark.usefixtures("fast_path")
 

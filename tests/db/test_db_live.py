@@ -10,17 +10,14 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
-from db_support import pg_admin
 
-from socketify.testing import LiveServer
+from tests.db.db_support import pg_admin
+from tests.support.serve import Launcher, ServerProcess
 
 pytestmark = pytest.mark.usefixtures("fast_path")
-
-APPS = Path(__file__).resolve().parent / "apps"
 
 
 def get(port: int, path: str, timeout: float = 60.0) -> tuple[int, bytes]:
@@ -33,20 +30,10 @@ def get(port: int, path: str, timeout: float = 60.0) -> tuple[int, bytes]:
         con.close()
 
 
-class DbServer(LiveServer):
-    """LiveServer that returns from start() only once the worker answers (app imported)."""
-
-    def start(self) -> LiveServer:
-        super().start()
-        # The port accepts as soon as it is bound; the worker may still be importing the app.
-        assert get(self.port, "/ping", timeout=30) == (200, b"pong"), self.log()
-        return self
-
-
-def serve(url: str, *args: str, workers: int = 1, **env: str) -> LiveServer:
-    return DbServer(
-        "db_live_app:server", workers=workers, args=args, cwd=str(APPS), env={"DB_URL": url, **env}
-    )
+def db_app(serve: Launcher, url: str, *args: str, workers: int = 1, **env: str) -> ServerProcess:
+    """`socketify run tests.db.apps.db_live_app:server` on the database at `url`."""
+    app = "tests.db.apps.db_live_app:server"
+    return serve(app, workers=workers, args=args, env={"DB_URL": url, **env})
 
 
 def count_connections(admin: Any, app_name: str) -> int:
@@ -80,7 +67,7 @@ class Sampler(threading.Thread):
 
 
 def test_postgres_connections_stay_within_pool_size_under_500_concurrent_requests(
-    pg_url: str,
+    serve: Launcher, pg_url: str
 ) -> None:
     app_name = pg_url.split("application_name=")[1]
     admin: Any = pg_admin()
@@ -92,7 +79,7 @@ def test_postgres_connections_stay_within_pool_size_under_500_concurrent_request
         )
         return int(cursor.fetchone()[0])
 
-    with serve(pg_url, POOL_SIZE="8", POOL_TIMEOUT="30") as server:
+    with db_app(serve, pg_url, POOL_SIZE="8", POOL_TIMEOUT="30") as server:
         sampler = Sampler(server_connections)
         sampler.start()
         started = time.monotonic()
@@ -101,7 +88,7 @@ def test_postgres_connections_stay_within_pool_size_under_500_concurrent_request
         elapsed = time.monotonic() - started
         peak = sampler.stop()
         stats = json.loads(get(server.port, "/stats")[1])
-        log = server.log()
+        log = server.output()
     admin.close()
     print(
         f"\n500 concurrent requests, 50 ms of server-side work each, pool_size=8: "
@@ -117,9 +104,9 @@ def test_postgres_connections_stay_within_pool_size_under_500_concurrent_request
 
 @pytest.mark.parametrize("preload", [False, True])
 def test_concurrent_requests_in_one_worker_do_not_share_a_session(
-    sqlite_url: str, preload: bool
+    serve: Launcher, sqlite_url: str, preload: bool
 ) -> None:
-    with serve(sqlite_url, *(["--preload"] if preload else [])) as server:
+    with db_app(serve, sqlite_url, *(["--preload"] if preload else [])) as server:
         results: dict[str, Any] = {}
 
         def probe(tag: str, pause: str) -> None:
@@ -130,14 +117,14 @@ def test_concurrent_requests_in_one_worker_do_not_share_a_session(
         time.sleep(0.1)  # b starts while a's session is open and paused
         probe("b", "0.3")
         first.join(10)
-        log = server.log()
+        log = server.output()
     # a's session never saw b's note (b, the second writer, waits for a's commit).
     assert results["a"] == ["a"], log
     assert results["b"] == ["a", "b"], log
 
 
-def test_pool_exhaustion_answers_503_on_the_wire(sqlite_url: str) -> None:
-    with serve(sqlite_url, POOL_SIZE="1", POOL_TIMEOUT="0.2") as server:
+def test_pool_exhaustion_answers_503_on_the_wire(serve: Launcher, sqlite_url: str) -> None:
+    with db_app(serve, sqlite_url, POOL_SIZE="1", POOL_TIMEOUT="0.2") as server:
         holder = threading.Thread(target=get, args=(server.port, "/hold?ms=800"))
         holder.start()
         time.sleep(0.2)
@@ -150,12 +137,12 @@ def test_pool_exhaustion_answers_503_on_the_wire(sqlite_url: str) -> None:
 
 
 def test_a_preloading_master_holds_no_connection_and_workers_connect_lazily(
-    pg_url: str,
+    serve: Launcher, pg_url: str
 ) -> None:
     """The master imports the app (tables created, a user seeded), then forks two workers."""
     app_name = pg_url.split("application_name=")[1]
     admin: Any = pg_admin()
-    with serve(pg_url, "--preload", workers=2, POOL_SIZE="3") as server:
+    with db_app(serve, pg_url, "--preload", workers=2, POOL_SIZE="3") as server:
         before = count_connections(admin, app_name)  # /ping ran, but no query yet
         with ThreadPoolExecutor(max_workers=20) as clients:
             statuses = set(clients.map(lambda _: get(server.port, "/hold?ms=20")[0], range(60)))

@@ -11,7 +11,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from db_models import define
 from pony.orm import db_session
 
 import socketify.db
@@ -19,6 +18,7 @@ from socketify import Request, Response, Server
 from socketify.core import chain
 from socketify.db import fastpath, transactional
 from socketify.testing import TestClient
+from tests.db.db_models import define
 
 pytestmark = pytest.mark.usefixtures("fast_path")
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from db_models import define
 from pony.orm import core as pony_core
 from pony.orm import db_session
 
 import socketify.db
 from socketify.db.fastpath.session import run_in_db_session
+from tests.db.db_models import define
 
 pytestmark = [pytest.mark.usefixtures("fast_path"), pytest.mark.fast_path_only]
 

@@ -12,13 +12,13 @@ from types import ModuleType
 
 import gevent
 import pytest
-from browser import Browser, chromium_or_skip
 
-from socketify.testing import LiveServer, TestClient
+from socketify.testing import TestClient
+from tests.support.browser import Browser, chromium_or_skip
+from tests.support.serve import Launcher
 
 pytestmark = pytest.mark.timeout(120)
 
-REPO = Path(__file__).resolve().parents[2]
 APP = "examples.guestbook.app"
 
 
@@ -93,10 +93,12 @@ def test_a_new_entry_reaches_open_event_streams(guestbook: ModuleType) -> None:
         assert "connected" in events.comments
 
 
-def test_two_pages_in_chromium_see_each_others_entries_across_workers(database: str) -> None:
+def test_two_pages_in_chromium_see_each_others_entries_across_workers(
+    serve: Launcher, database: str
+) -> None:
     executable = chromium_or_skip()
     env = {"GUESTBOOK_DB": database}
-    with LiveServer(f"{APP}:server", workers=2, cwd=str(REPO), env=env) as server:
+    with serve(f"{APP}:server", workers=2, env=env) as server:
         earlier = {"name": "Grace", "message": "signed before the pages opened"}
         request = urllib.request.Request(
             f"{server.url}/api/entries", data=json.dumps(earlier).encode(), method="POST"
@@ -127,5 +129,5 @@ def test_two_pages_in_chromium_see_each_others_entries_across_workers(database: 
             # Reloaded, the writer's page remembers the name through the session cookie.
             writer.eval("location.reload(); true")
             assert writer.wait_for("document.getElementById('name').value === '<b>Ada</b>'"), (
-                server.log()
+                server.output()
             )

@@ -2,64 +2,21 @@
 
 from __future__ import annotations
 
-import datetime
 import http.client
-import ipaddress
 import json
-import os
 import ssl
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from examples.https_hello import tls_options
 from socketify.core.tls_options import TlsOptions
-from socketify.testing import LiveServer
+from tests.support.pki import self_signed
+from tests.support.serve import Launcher, run_cli
 
 pytestmark = pytest.mark.timeout(60)
 
-REPO = Path(__file__).resolve().parents[2]
 APP = "examples.https_hello:server"
-
-
-def self_signed(directory: Path, stem: str = "server") -> tuple[Path, Path]:
-    """What the docstring's `openssl req -x509` makes: a self-signed localhost certificate."""
-    key = ec.generate_private_key(ec.SECP256R1())  # quicker to make than RSA-2048
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / f"{stem}.crt", directory / f"{stem}.key"
-    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
 
 
 def https_get(port: int, cafile: Path) -> tuple[int, object]:
@@ -86,10 +43,14 @@ def test_the_environment_wins_over_the_files_in_the_working_directory(
     assert tls_options() == TlsOptions(cert_file="/etc/site.crt", key_file="/etc/site.key")
 
 
-def test_server_crt_in_the_working_directory_serves_https_on_two_workers(tmp_path: Path) -> None:
-    cert, _ = self_signed(tmp_path)
-    env = {"PYTHONPATH": str(REPO), "SOCKETIFY_CERT_FILE": "", "SOCKETIFY_KEY_FILE": ""}
-    with LiveServer(APP, workers=2, cwd=str(tmp_path), env=env) as server:
+def test_server_crt_in_the_working_directory_serves_https_on_two_workers(
+    serve: Launcher, tmp_path: Path
+) -> None:
+    # What the docstring's `openssl req -x509` makes: a self-signed localhost certificate.
+    cert = self_signed(tmp_path, "server", ["localhost", "127.0.0.1"]).cert
+    env = {"SOCKETIFY_CERT_FILE": "", "SOCKETIFY_KEY_FILE": ""}
+    tls = ssl.create_default_context(cafile=cert)
+    with serve(APP, workers=2, cwd=tmp_path, env=env, tls=tls) as server:
         for _ in range(4):  # fresh connections: both workers answer
             assert https_get(server.port, cert) == (200, {"secure": True, "client": "127.0.0.1"})
         # Plain HTTP on the TLS port gets no answer in the clear.
@@ -101,10 +62,7 @@ def test_server_crt_in_the_working_directory_serves_https_on_two_workers(tmp_pat
 
 
 def test_without_a_certificate_the_server_refuses_to_start(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("SOCKETIFY_CERT_FILE", None)
-    env.pop("SOCKETIFY_KEY_FILE", None)
-    command = [sys.executable, "-m", "socketify.cli", "run", APP, "--bind", "127.0.0.1:0"]
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, timeout=30)
+    env = {"SOCKETIFY_CERT_FILE": "", "SOCKETIFY_KEY_FILE": ""}
+    done = run_cli("run", APP, "--bind", "127.0.0.1:0", cwd=tmp_path, env=env, timeout=30)
     assert done.returncode != 0
-    assert b"server.crt" in done.stderr
+    assert "server.crt" in done.stderr

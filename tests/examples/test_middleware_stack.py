@@ -13,11 +13,11 @@ from types import ModuleType
 
 import pytest
 
-from socketify.testing import LiveServer, TestClient
+from socketify.testing import TestClient
+from tests.support.serve import Launcher, ServerProcess
 
 pytestmark = pytest.mark.timeout(60)
 
-REPO = Path(__file__).resolve().parents[2]
 APP = "examples.middleware_stack"
 BAD_KEY = {"error": "missing or bad X-Api-Key"}
 
@@ -111,7 +111,7 @@ def test_a_client_gets_a_burst_of_ten_then_429(load_app: Callable[..., ModuleTyp
     assert refused.headers["Retry-After"] == "1" and "X-Request-Id" in refused.headers
 
 
-def _get(server: LiveServer, path: str, cookie: str = "") -> http.client.HTTPResponse:
+def _get(server: ServerProcess, path: str, cookie: str = "") -> http.client.HTTPResponse:
     """GET on a fresh connection, so that consecutive requests spread over the workers."""
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
     connection.request("GET", path, headers={"Cookie": cookie} if cookie else {})
@@ -121,8 +121,8 @@ def _get(server: LiveServer, path: str, cookie: str = "") -> http.client.HTTPRes
     return answer
 
 
-def test_sessions_and_the_rate_limit_span_both_workers() -> None:
-    with LiveServer(f"{APP}:server", workers=2, cwd=str(REPO)) as server:
+def test_sessions_and_the_rate_limit_span_both_workers(serve: Launcher) -> None:
+    with serve(f"{APP}:server", workers=2) as server:
         first = _get(server, "/visits")
         cookie = first.headers["Set-Cookie"].split(";", 1)[0]
         counts = []
@@ -132,7 +132,7 @@ def test_sessions_and_the_rate_limit_span_both_workers() -> None:
             counts.append(json.loads(connection.getresponse().read())["visits"])
             connection.close()
         # A per-worker session store would restart the count on the other worker.
-        assert counts == [2, 3, 4, 5], server.log()
+        assert counts == [2, 3, 4, 5], server.output()
         # 5 of the 10 tokens are gone; a per-worker limiter would allow 15 more, not ~5.
         allowed = 0
         while _get(server, "/").status == 200:

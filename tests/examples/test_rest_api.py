@@ -12,11 +12,11 @@ from types import ModuleType
 
 import pytest
 
-from socketify.testing import LiveServer, TestClient
+from socketify.testing import TestClient
+from tests.support.serve import Launcher, ServerProcess
 
 pytestmark = pytest.mark.timeout(60)
 
-REPO = Path(__file__).resolve().parents[2]
 APP = "examples.rest_api"
 NO_SUCH_TODO = {"error": "no such todo"}
 NEED_TITLE = {"error": "body must be JSON with a string 'title'"}
@@ -105,7 +105,9 @@ def test_patch_refuses_bad_json_with_400_and_bad_fields_with_422(rest_api: Modul
     assert client.get("/api/todos/1").json() == {"id": 1, "title": "keep me", "done": False}
 
 
-def _request(server: LiveServer, method: str, path: str, body: object = None) -> tuple[int, object]:
+def _request(
+    server: ServerProcess, method: str, path: str, body: object = None
+) -> tuple[int, object]:
     """One request on a fresh connection, so that consecutive requests spread over workers."""
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
     try:
@@ -118,14 +120,14 @@ def _request(server: LiveServer, method: str, path: str, body: object = None) ->
         connection.close()
 
 
-def test_two_workers_see_the_same_todos(database: str) -> None:
+def test_two_workers_see_the_same_todos(serve: Launcher, database: str) -> None:
     env = {"REST_API_DB": database}
-    with LiveServer(f"{APP}:server", workers=2, cwd=str(REPO), env=env) as server:
+    with serve(f"{APP}:server", workers=2, env=env) as server:
         status, todo = _request(server, "POST", "/api/todos", {"title": "seen everywhere"})
-        assert status == 201, server.log()
+        assert status == 201, server.output()
         path = f"/api/todos/{todo['id']}"  # type: ignore[index]
         for _ in range(12):
-            assert _request(server, "GET", path) == (200, todo), server.log()
+            assert _request(server, "GET", path) == (200, todo), server.output()
         assert _request(server, "PATCH", path, {"done": True})[0] == 200
         for _ in range(12):
             assert _request(server, "GET", "/api/todos")[1] == [{**todo, "done": True}]  # type: ignore[dict-item]

@@ -9,17 +9,16 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from socketify.testing import LiveServer, TestClient
+from socketify.testing import TestClient
 from socketify.testing.realtime import EventStreamSession, SseEvent
+from tests.support.serve import Launcher
 
 pytestmark = pytest.mark.timeout(60)
 
-REPO = Path(__file__).resolve().parents[2]
 APP = "examples.sse_chat"
 TICK = 0.2  # seconds; the example's default of 2 would make the tests slow
 
@@ -104,23 +103,23 @@ class _LiveStream:
         self._sock.close()
 
 
-def test_each_client_gets_one_tick_stream_and_every_message_across_workers() -> None:
+def test_each_client_gets_one_tick_stream_and_every_message_across_workers(serve: Launcher) -> None:
     env = {"SSE_CHAT_TICK_SECONDS": str(TICK)}
-    with LiveServer(f"{APP}:server", workers=2, cwd=str(REPO), env=env) as server:
+    with serve(f"{APP}:server", workers=2, env=env) as server:
         # Six connections: the kernel spreads them over both workers.
         streams = [_LiveStream(server.port) for _ in range(6)]
         try:
             time.sleep(0.3)  # the workers hear each other's room counts
             streams.append(_LiveStream(server.port))
             welcome = streams[-1].events_until(time.monotonic() + 0.3)[0]
-            assert welcome == ("chat", "welcome! clients online: 7"), server.log()
+            assert welcome == ("chat", "welcome! clients online: 7"), server.output()
             request = urllib.request.Request(f"{server.url}/say", data=b"hi all", method="POST")
             with urllib.request.urlopen(request, timeout=5) as answer:
                 assert answer.status == 204
             deadline = time.monotonic() + 5 * TICK
             for stream in streams:
                 seen = stream.events_until(deadline)
-                assert ("chat", "hi all") in seen, server.log()
+                assert ("chat", "hi all") in seen, server.output()
                 ticks = [int(data) for name, data in seen if name == "tick"]
                 # One ticker per worker broadcasting to the room would give each client every
                 # number twice; here each number comes once, in order.

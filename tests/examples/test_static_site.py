@@ -3,17 +3,15 @@ Chromium against 2 real workers."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from browser import Browser, chromium_or_skip
 
 from examples.static_site.app import server
-from socketify.testing import LiveServer, TestClient
+from socketify.testing import TestClient
+from tests.support.browser import Browser, chromium_or_skip
+from tests.support.serve import REPO, Launcher
 
 pytestmark = pytest.mark.timeout(60)
 
-REPO = Path(__file__).resolve().parents[2]
 PUBLIC = REPO / "examples" / "static_site" / "public"
 PAGE = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}  # what a browser navigation sends
 
@@ -65,15 +63,15 @@ def test_other_methods_reach_the_routes_instead_of_a_blanket_405() -> None:
     assert client.get("/api/health").json() == {"ok": True}
 
 
-def test_a_deep_link_runs_the_app_in_chromium_on_two_workers() -> None:
+def test_a_deep_link_runs_the_app_in_chromium_on_two_workers(serve: Launcher) -> None:
     executable = chromium_or_skip()
     with (
-        LiveServer("examples.static_site.app:server", workers=2, cwd=str(REPO)) as live,
+        serve("examples.static_site.app:server", workers=2) as live,
         Browser(executable) as browser,
     ):
         page = browser.open(live.url + "/docs/getting-started")
         assert page.wait_for(
             "document.getElementById('path').textContent === '/docs/getting-started'"
-        ), live.log()
+        ), live.output()
         # The stylesheet came through as well.
         assert page.eval("getComputedStyle(document.body).marginTop") == "0px"

@@ -6,33 +6,18 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
 import time
 import uuid
 from pathlib import Path
 
 import pytest
-from integration_support import (
-    HERE,
-    SOCKETIFY,
-    Launcher,
-    Reader,
-    connect,
-    free_port,
-    get,
-    ipv6_loopback,
-    request_bytes,
-)
+
+from tests.support.ports import free_port, needs_ipv6
+from tests.support.raw_client import Reader, connect, get, request_bytes
+from tests.support.serve import Launcher, run_cli
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def run_cli(*args: str, timeout: float = 15) -> subprocess.CompletedProcess[str]:
-    """Run `socketify ARGS` to completion from the apps' directory."""
-    env = {**os.environ, "PYTHONPATH": str(HERE), "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run(
-        [SOCKETIFY, *args], cwd=HERE, env=env, capture_output=True, text=True, timeout=timeout
-    )
 
 
 # -- boot failures ----------------------------------------------------------------------------
@@ -41,7 +26,7 @@ def run_cli(*args: str, timeout: float = 15) -> subprocess.CompletedProcess[str]
 def test_app_raising_import_error_stops_the_master_with_the_traceback_and_no_respawn_loop(
     serve: Launcher,
 ) -> None:
-    server = serve("apps.broken:server", workers=2, wait=False)
+    server = serve("tests.integration.apps.broken:server", workers=2, wait=False)
     started = time.monotonic()
     status = server.wait_exit(10)
     assert status is not None, "the master kept running (respawn loop?)"
@@ -65,7 +50,9 @@ def test_app_path_naming_a_missing_module_gives_a_one_line_error_and_exit_1() ->
 
 
 def test_app_path_naming_a_missing_attribute_gives_a_one_line_error_and_exit_1() -> None:
-    result = run_cli("run", "apps.basic:no_such_attr", "--bind", f"127.0.0.1:{free_port()}")
+    result = run_cli(
+        "run", "tests.support.apps.basic:no_such_attr", "--bind", f"127.0.0.1:{free_port()}"
+    )
     assert result.returncode == 1
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
@@ -75,7 +62,7 @@ def test_port_in_use_gives_failed_to_bind_and_exit_1() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = run_cli("run", "apps.basic:server", "--bind", f"127.0.0.1:{port}")
+        result = run_cli("run", "tests.support.apps.basic:server", "--bind", f"127.0.0.1:{port}")
     assert result.returncode == 1
     assert result.stderr.startswith(f"error: failed to bind 127.0.0.1:{port}")
     assert "Address already in use" in result.stderr
@@ -97,7 +84,7 @@ def test_port_0_is_resolved_and_announced_in_the_startup_line(serve: Launcher) -
     assert len(pids) == 2
 
 
-@pytest.mark.skipif(not ipv6_loopback(), reason="this machine has no IPv6 loopback (::1)")
+@needs_ipv6
 def test_ipv6_loopback_bind_serves_over_ipv6(serve: Launcher) -> None:
     port = free_port("::1")
     server = serve(bind=f"[::1]:{port}")
@@ -119,8 +106,8 @@ def test_unix_socket_bind_serves_and_its_file_is_removed_on_stop(serve: Launcher
             reader = Reader(sock)
             assert [reader.read_response().body for _ in range(2)] == [b"pong", b"pong"]
         assert server.wait_listening() == f"unix:{path}"
-        status, _ = server.stop()
-        assert status == 0
+        assert server.stop() == []
+        assert server.proc.returncode == 0
         assert not os.path.exists(path)
     finally:
         if os.path.exists(path):
@@ -190,7 +177,7 @@ def test_unknown_option_is_named_and_exits_2() -> None:
 
 
 def test_unknown_run_option_exits_2() -> None:
-    result = run_cli("run", "apps.basic:server", "--frobnicate")
+    result = run_cli("run", "tests.support.apps.basic:server", "--frobnicate")
     assert result.returncode == 2
     assert "unknown option: --frobnicate" in result.stderr
 
@@ -242,9 +229,7 @@ def test_access_log_format_flag_logs_every_request_before_app_middleware(
     server = serve(args=["--access-log-format", "common", "--access-log", str(log_file)])
     assert get(server.address, "/ping").status == 200
     assert get(server.address, "/no-such-route").status == 404
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and "no-such-route" not in log_file.read_text():
-        time.sleep(0.05)
+    wait_for(lambda: "no-such-route" in log_file.read_text(), 5, message="the second line")
     # The launcher's readiness probe is logged too; our two requests come last, in order.
     lines = log_file.read_text().splitlines()[-2:]
     assert '"GET /ping HTTP/1.1" 200' in lines[0]

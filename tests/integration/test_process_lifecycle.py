@@ -12,15 +12,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from integration_support import (
-    Launcher,
-    Reader,
-    ServerProcess,
-    connect,
-    get,
-    request_bytes,
-    wait_for,
-)
+
+from tests.support.processes import is_alive
+from tests.support.raw_client import Reader, connect, get, request_bytes
+from tests.support.serve import Launcher, ServerProcess
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -60,7 +56,7 @@ class Load(threading.Thread):
 def test_term_lets_the_in_flight_request_finish_refuses_new_clients_and_exits_0(
     serve: Launcher,
 ) -> None:
-    server = serve("apps.basic:relaxed", args=["--graceful-timeout", str(GRACEFUL)])
+    server = serve("tests.support.apps.basic:relaxed", args=["--graceful-timeout", str(GRACEFUL)])
     idle = connect(server.address)  # a keep-alive connection with nothing in flight
     idle_reader = Reader(idle)
     idle.sendall(request_bytes("GET", "/ping"))
@@ -116,7 +112,7 @@ def test_two_hups_under_load_lose_no_request_and_serve_the_changed_module(
     payload_dir.mkdir()
     _write_payload(payload_dir, "v1")
     server = serve(
-        "apps.reloadable:server",
+        "tests.integration.apps.reloadable:server",
         workers=2,
         args=["--graceful-timeout", str(GRACEFUL)],
         env={"PYTHONPATH": str(payload_dir)},
@@ -155,7 +151,7 @@ def test_two_hups_under_load_lose_no_request_and_serve_the_changed_module(
 def test_worker_killed_with_sigkill_is_respawned_and_the_port_keeps_serving(
     serve: Launcher,
 ) -> None:
-    server = serve("apps.basic:server", workers=2)
+    server = serve("tests.support.apps.basic:server", workers=2)
     before = server.workers()
     assert len(before) == 2
     victim = before[0]
@@ -193,7 +189,9 @@ def _serving_pids(server: ServerProcess, attempts: int = 60) -> set[int]:
 
 
 def test_ttin_adds_a_worker_and_ttou_removes_one(serve: Launcher) -> None:
-    server = serve("apps.basic:server", workers=1, args=["--graceful-timeout", str(GRACEFUL)])
+    server = serve(
+        "tests.support.apps.basic:server", workers=1, args=["--graceful-timeout", str(GRACEFUL)]
+    )
     (first,) = server.workers()
     server.signal(signal.SIGTTIN)
     wait_for(lambda: len(server.workers()) == 2, 10, message="a second worker")
@@ -216,7 +214,7 @@ def test_hup_with_code_that_fails_to_import_keeps_the_old_workers_serving(
     payload_dir.mkdir()
     _write_payload(payload_dir, "v1")
     server = serve(
-        "apps.reloadable:server",
+        "tests.integration.apps.reloadable:server",
         workers=2,
         args=["--graceful-timeout", str(GRACEFUL)],
         env={"PYTHONPATH": str(payload_dir)},
@@ -242,30 +240,22 @@ def test_hup_with_code_that_fails_to_import_keeps_the_old_workers_serving(
 
 def test_master_killed_with_sigkill_takes_its_workers_and_the_port_with_it(serve: Launcher) -> None:
     # DESIGN §3: no orphan worker may keep a port open after the master dies.
-    server = serve("apps.basic:server", workers=2)
+    server = serve("tests.support.apps.basic:server", workers=2)
     workers = server.workers()
     assert len(workers) == 2
     server.signal(signal.SIGKILL)
     assert server.wait_exit(5) == -signal.SIGKILL
 
     def gone() -> bool:
-        return not any(Path(f"/proc/{pid}").exists() and _alive(pid) for pid in workers)
+        return not any(is_alive(pid) for pid in workers)
 
     wait_for(gone, 5, message="the orphaned workers to exit")
     with pytest.raises(ConnectionRefusedError):
         connect(server.address, timeout=1)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def test_max_requests_recycles_workers_without_failing_a_request(serve: Launcher) -> None:
-    server = serve("apps.basic:server", workers=1, args=["--max-requests", "20"])
+    server = serve("tests.support.apps.basic:server", workers=1, args=["--max-requests", "20"])
     (first,) = server.workers()
     load = Load(server, "/pid")
     load.start()
@@ -280,7 +270,7 @@ def test_max_requests_recycles_workers_without_failing_a_request(serve: Launcher
 
 def test_worker_whose_hub_is_blocked_past_timeout_is_replaced(serve: Launcher) -> None:
     # --timeout 2 (not less): on a loaded 2-core machine a healthy worker may miss a beat.
-    server = serve("apps.basic:server", workers=1, args=["--timeout", "2"])
+    server = serve("tests.support.apps.basic:server", workers=1, args=["--timeout", "2"])
     (frozen,) = server.workers()
     with connect(server.address, timeout=15) as sock:
         sock.sendall(request_bytes("GET", "/block?s=12"))
@@ -303,7 +293,7 @@ def test_worker_whose_app_import_outlasts_the_timeout_is_not_killed_while_bootin
 ) -> None:
     # The heartbeat cannot run while the app is imported; booting gets its own allowance.
     server = serve(
-        "apps.slow_boot:server",
+        "tests.support.apps.slow_boot:server",
         workers=1,
         args=["--timeout", "1"],
         env={"SLOW_BOOT_SECONDS": "2.5"},
@@ -318,7 +308,7 @@ def test_worker_whose_app_import_outlasts_the_timeout_is_not_killed_while_bootin
 def test_graceful_timeout_of_the_apps_server_bounds_the_drain_under_socketify_run(
     serve: Launcher,
 ) -> None:
-    server = serve("apps.basic:relaxed")  # Server(graceful_timeout=3.0), no CLI flag
+    server = serve("tests.support.apps.basic:relaxed")  # Server(graceful_timeout=3.0), no CLI flag
     with connect(server.address, timeout=10) as sock:
         sock.sendall(request_bytes("GET", "/sleep?s=5"))
         time.sleep(0.3)
@@ -327,7 +317,7 @@ def test_graceful_timeout_of_the_apps_server_bounds_the_drain_under_socketify_ru
 
 
 def test_quit_stops_at_once_cutting_in_flight_requests(serve: Launcher) -> None:
-    server = serve("apps.basic:relaxed", args=["--graceful-timeout", "30"])
+    server = serve("tests.support.apps.basic:relaxed", args=["--graceful-timeout", "30"])
     with connect(server.address, timeout=10) as sock:
         sock.sendall(request_bytes("GET", "/sleep?s=8"))
         time.sleep(0.3)
@@ -341,7 +331,7 @@ def test_quit_stops_at_once_cutting_in_flight_requests(serve: Launcher) -> None:
 
 def test_usr1_reopens_the_error_log_file(serve: Launcher, tmp_path: Path) -> None:
     log = tmp_path / "error.log"
-    server = serve("apps.basic:server", workers=2, args=["--error-log", str(log)])
+    server = serve("tests.support.apps.basic:server", workers=2, args=["--error-log", str(log)])
     get(server.address, "/boom")
     wait_for(lambda: "secret detail" in log.read_text(), 5, message="the first error logged")
     rotated = tmp_path / "error.log.1"

@@ -1,19 +1,16 @@
-"""One `socketify run realtime_app:server --workers 2` shared by the realtime tests."""
+"""One `socketify run tests.realtime.realtime_app:server --workers 2`, shared by the folder."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from socketify.testing import LiveServer
-
-HERE = Path(__file__).parent
+from tests.support.serve import Launcher, ServerProcess
 
 
 @pytest.fixture(scope="package")
-def live() -> Iterator[LiveServer]:
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """The realtime app on two workers, so hubs must cross processes to pass the tests."""
-    with LiveServer("realtime_app:server", workers=2, cwd=str(HERE)) as server:
-        yield server
+    with Launcher(tmp_path_factory.mktemp("realtime")) as launcher:
+        yield launcher("tests.realtime.realtime_app:server", workers=2)

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = REPO_ROOT / "load_tests" / "autobahn.py"
-WSTEST = REPO_ROOT / "load_tests" / ".peers" / "autobahn" / "bin" / "wstest"
+from tests.support.serve import REPO
+
+SCRIPT = REPO / "load_tests" / "autobahn.py"
+WSTEST = REPO / "load_tests" / ".peers" / "autobahn" / "bin" / "wstest"
 
 
 @pytest.mark.skipif(
@@ -30,7 +30,7 @@ WSTEST = REPO_ROOT / "load_tests" / ".peers" / "autobahn" / "bin" / "wstest"
 def test_autobahn_quick_sample_has_no_failed_case() -> None:
     completed = subprocess.run(
         [sys.executable, str(SCRIPT), "--quick", "--no-save", "--timeout", "100"],
-        cwd=REPO_ROOT,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=105,

@@ -10,10 +10,10 @@ followed by the server ending TCP.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from raw_websocket import (
+
+from tests.support.raw_websocket import (
     BINARY,
     CLOSE,
     CONTINUATION,
@@ -24,21 +24,16 @@ from raw_websocket import (
     client_frame,
     close_frame,
 )
+from tests.support.serve import Launcher
 
-from socketify.testing import LiveServer
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 64 << 20  # ws_echo.MAX_MESSAGE_BYTES
 
 
 @pytest.fixture(scope="module")
-def echo_port() -> Iterator[int]:
+def echo_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """`socketify run load_tests.apps.ws_echo:server --workers 2`."""
-    with LiveServer("load_tests.apps.ws_echo:server", workers=2, cwd=str(REPO_ROOT)) as server:
-        # Accepting TCP is not serving yet: on a loaded machine the workers may still boot.
-        with RawWebSocket(server.port, "/echo", timeout=30):
-            pass
-        yield server.port
+    with Launcher(tmp_path_factory.mktemp("echo")) as launcher:
+        yield launcher("load_tests.apps.ws_echo:server", workers=2).port
 
 
 @pytest.fixture

@@ -8,25 +8,24 @@ import signal
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import orjson
 import pytest
-from realtime_client import SseClient
 from websockets.sync.client import ClientConnection, connect
 
-from socketify.testing import LiveServer
+from tests.realtime.realtime_client import SseClient
+from tests.support.serve import Launcher, ServerProcess
+from tests.support.wait import wait_for
 
-HERE = Path(__file__).parent
+APP = "tests.realtime.realtime_app:server"
 
 
-def _ws(live: LiveServer, target: str) -> ClientConnection:
+def _ws(live: ServerProcess, target: str) -> ClientConnection:
     return connect(f"ws://127.0.0.1:{live.port}{target}", open_timeout=5)
 
 
 def _members_on_both_workers(
-    live: LiveServer, stack: contextlib.ExitStack, room: str, per_worker: int = 2
+    live: ServerProcess, stack: contextlib.ExitStack, room: str, per_worker: int = 2
 ) -> dict[int, list[ClientConnection]]:
     """Connections joined to `room`, at least `per_worker` on each of the two workers."""
     by_pid: dict[int, list[ClientConnection]] = {}
@@ -49,31 +48,23 @@ def _sizes(ws: ClientConnection) -> tuple[int, int]:
     return int(total), int(local)
 
 
-def _eventually(check: Callable[[], bool], seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition did not hold in time")
-        time.sleep(0.05)
-
-
-def test_room_size_counts_the_members_of_both_workers_on_both_workers(live: LiveServer) -> None:
+def test_room_size_counts_the_members_of_both_workers_on_both_workers(live: ServerProcess) -> None:
     room = uuid.uuid4().hex
     with contextlib.ExitStack() as stack:
         by_pid = _members_on_both_workers(live, stack, room)
         total = sum(len(v) for v in by_pid.values())
         for members in by_pid.values():
-            _eventually(lambda ws=members[0]: _sizes(ws)[0] == total, 5)  # type: ignore[misc]
+            wait_for(lambda ws=members[0]: _sizes(ws)[0] == total, 5)  # type: ignore[misc]
             assert _sizes(members[0]) == (total, len(members))
         leaving = next(iter(by_pid.values()))[-1]
         leaving.send("leave")
         assert leaving.recv(timeout=5) == "left"
         for members in by_pid.values():
-            _eventually(lambda ws=members[0]: _sizes(ws)[0] == total - 1, 5)  # type: ignore[misc]
+            wait_for(lambda ws=members[0]: _sizes(ws)[0] == total - 1, 5)  # type: ignore[misc]
 
 
 def test_broadcasts_with_exclude_reach_every_other_member_once_and_in_order(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     room = uuid.uuid4().hex
     with contextlib.ExitStack() as stack:
@@ -91,23 +82,22 @@ def test_broadcasts_with_exclude_reach_every_other_member_once_and_in_order(
 
 
 @pytest.fixture
-def own_live() -> Iterator[LiveServer]:
+def own_live(serve: Launcher) -> ServerProcess:
     """A server of our own: this test kills one of its workers."""
-    with LiveServer("realtime_app:server", workers=2, cwd=str(HERE)) as server:
-        yield server
+    return serve(APP, workers=2)
 
 
-def test_the_members_of_a_worker_killed_with_sigkill_stop_counting(own_live: LiveServer) -> None:
+def test_the_members_of_a_worker_killed_with_sigkill_stop_counting(own_live: ServerProcess) -> None:
     room = uuid.uuid4().hex
     with contextlib.ExitStack() as stack:
         by_pid = _members_on_both_workers(own_live, stack, room, per_worker=2)
         victim, survivor = sorted(by_pid, key=lambda pid: len(by_pid[pid]))
         watcher = by_pid[survivor][0]
         total = sum(len(v) for v in by_pid.values())
-        _eventually(lambda: _sizes(watcher)[0] == total, 5)
+        wait_for(lambda: _sizes(watcher)[0] == total, 5)
         os.kill(victim, signal.SIGKILL)
         started = time.monotonic()
-        _eventually(lambda: _sizes(watcher)[0] == len(by_pid[survivor]), 10)
+        wait_for(lambda: _sizes(watcher)[0] == len(by_pid[survivor]), 10)
         assert time.monotonic() - started < 8  # the lease is 4 s
         # The replacement worker learns the survivor's members from its snapshot.
         newcomer = None
@@ -120,11 +110,11 @@ def test_the_members_of_a_worker_killed_with_sigkill_stop_counting(own_live: Liv
                 break
         assert newcomer is not None, "no connection reached the replacement worker"
         expected = alive
-        _eventually(lambda: _sizes(newcomer)[0] == expected, 5)
-        _eventually(lambda: _sizes(watcher)[0] == expected, 5)
+        wait_for(lambda: _sizes(newcomer)[0] == expected, 5)
+        wait_for(lambda: _sizes(watcher)[0] == expected, 5)
 
 
-def test_sse_room_size_counts_streams_on_both_workers(live: LiveServer) -> None:
+def test_sse_room_size_counts_streams_on_both_workers(live: ServerProcess) -> None:
     room = uuid.uuid4().hex
     streams: list[SseClient] = []
     pids: set[str] = set()
@@ -148,23 +138,23 @@ def test_sse_room_size_counts_streams_on_both_workers(live: LiveServer) -> None:
             stream.close()
 
 
-def test_hubs_built_in_the_master_with_preload_span_the_workers_after_the_fork() -> None:
-    with (
-        LiveServer("realtime_app:server", workers=2, cwd=str(HERE), args=("--preload",)) as live,
-        contextlib.ExitStack() as stack,
-    ):
+def test_hubs_built_in_the_master_with_preload_span_the_workers_after_the_fork(
+    serve: Launcher,
+) -> None:
+    live = serve(APP, workers=2, args=("--preload",))
+    with contextlib.ExitStack() as stack:
         room = uuid.uuid4().hex
         by_pid = _members_on_both_workers(live, stack, room, per_worker=1)
         everyone = [ws for members in by_pid.values() for ws in members]
         for ws in everyone:
-            _eventually(lambda ws=ws: _sizes(ws)[0] == len(everyone), 5)  # type: ignore[misc]
+            wait_for(lambda ws=ws: _sizes(ws)[0] == len(everyone), 5)  # type: ignore[misc]
         everyone[0].send("over the bus")
         for ws in everyone:
             assert ws.recv(timeout=5) == "over the bus"
 
 
 def test_a_broadcast_bigger_than_one_bus_record_reaches_both_workers_whole(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     room = uuid.uuid4().hex
     big = os.urandom((1 << 20) - 64)  # a 1 MiB message: the bus carries at most 1 MiB - 1 KiB

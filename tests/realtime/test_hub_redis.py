@@ -3,39 +3,30 @@
 from __future__ import annotations
 
 import contextlib
-import sys
-import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
-from socketify.testing import LiveServer
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))  # tests/services.py
-
-from services import require_module, require_service  # noqa: E402
+from tests.support.serve import Launcher, ServerProcess
+from tests.support.services import require_module, require_service
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.timeout(90)
 URL = "redis://127.0.0.1:6379/0"
 
 
 @pytest.fixture
-def two_hosts() -> Iterator[tuple[LiveServer, LiveServer]]:
+def two_hosts(serve: Launcher) -> tuple[ServerProcess, ServerProcess]:
     require_service("Redis", "127.0.0.1", 6379)
     require_module("redis", "pip install 'socketify-gevent[redis]'")
     env = {"SOCKETIFY_STATE_URL": URL}
-    with (
-        LiveServer("realtime_app:server", workers=1, cwd=str(HERE), env=env) as first,
-        LiveServer("realtime_app:server", workers=1, cwd=str(HERE), env=env) as second,
-    ):
-        yield first, second
+    hosts = [serve("tests.realtime.realtime_app:server", env=env, wait=False) for _ in range(2)]
+    first, second = (host.wait_serving() for host in hosts)  # their boots overlap
+    return first, second
 
 
-def _join(stack: contextlib.ExitStack, live: LiveServer, room: str) -> ClientConnection:
+def _join(stack: contextlib.ExitStack, live: ServerProcess, room: str) -> ClientConnection:
     target = f"ws://127.0.0.1:{live.port}/pulse/join?room={room}"
     ws = stack.enter_context(connect(target, open_timeout=5))
     assert str(ws.recv(timeout=5)).startswith("pid:")
@@ -51,16 +42,13 @@ def _size(ws: ClientConnection) -> int:
 
 
 def test_rooms_sizes_and_broadcasts_span_two_hosts_through_redis(
-    two_hosts: tuple[LiveServer, LiveServer],
+    two_hosts: tuple[ServerProcess, ServerProcess],
 ) -> None:
     room = uuid.uuid4().hex
     with contextlib.ExitStack() as stack:
         on_first = [_join(stack, two_hosts[0], room) for _ in range(2)]
         on_second = [_join(stack, two_hosts[1], room) for _ in range(3)]
-        deadline = time.monotonic() + 5
-        while {_size(on_first[0]), _size(on_second[0])} != {5} and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _size(on_first[0]) == _size(on_second[0]) == 5
+        wait_for(lambda: {_size(on_first[0]), _size(on_second[0])} == {5}, 5, message="sizes")
         messages = [f"r{n}" for n in range(20)]
         for text in messages:
             on_second[0].send(text)

@@ -11,10 +11,10 @@ import pytest
 from websockets.sync.client import ClientConnection, connect
 
 from socketify.realtime.pulse import easy, media
-from socketify.testing import LiveServer
+from tests.support.serve import ServerProcess
 
 
-def _ws(live: LiveServer, target: str = "/easy") -> ClientConnection:
+def _ws(live: ServerProcess, target: str = "/easy") -> ClientConnection:
     return connect(f"ws://127.0.0.1:{live.port}{target}", open_timeout=5)
 
 
@@ -31,7 +31,7 @@ def _send(ws: ClientConnection, type: str, data: Any = None) -> None:
 
 
 def _clients_on_both_workers(
-    live: LiveServer, stack: contextlib.ExitStack, per_worker: int = 2
+    live: ServerProcess, stack: contextlib.ExitStack, per_worker: int = 2
 ) -> dict[int, list[ClientConnection]]:
     by_pid: dict[int, list[ClientConnection]] = {}
     for _ in range(80):
@@ -44,7 +44,7 @@ def _clients_on_both_workers(
     raise AssertionError(f"connections spread as { ({p: len(v) for p, v in by_pid.items()}) }")
 
 
-def test_easy_rooms_span_workers_with_sizes_and_ordered_broadcasts(live: LiveServer) -> None:
+def test_easy_rooms_span_workers_with_sizes_and_ordered_broadcasts(live: ServerProcess) -> None:
     room = uuid.uuid4().hex
     with contextlib.ExitStack() as stack:
         by_pid = _clients_on_both_workers(live, stack)
@@ -69,7 +69,7 @@ def test_easy_rooms_span_workers_with_sizes_and_ordered_broadcasts(live: LiveSer
 
 
 def test_invalid_envelopes_get_an_error_event_and_a_quiet_route_drops_them(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     with _ws(live) as ws:
         _event(ws, "hello")
@@ -86,7 +86,7 @@ def test_invalid_envelopes_get_an_error_event_and_a_quiet_route_drops_them(
 
 
 def test_media_frames_are_relayed_across_workers_with_the_clients_seq_and_timestamp(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     room = f"call-{uuid.uuid4().hex}"
     with contextlib.ExitStack() as stack:
@@ -116,7 +116,7 @@ def test_media_frames_are_relayed_across_workers_with_the_clients_seq_and_timest
         assert _event(first, "said")[1]["text"] == "chat still works"
 
 
-def test_media_send_image_repacks_with_the_mime_and_a_server_seq(live: LiveServer) -> None:
+def test_media_send_image_repacks_with_the_mime_and_a_server_seq(live: ServerProcess) -> None:
     with contextlib.ExitStack() as stack:
         by_pid = _clients_on_both_workers(live, stack, per_worker=1)
         first, second = (members[0] for members in by_pid.values())

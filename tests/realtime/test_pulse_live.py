@@ -7,18 +7,18 @@ import socket
 import uuid
 
 import pytest
-from realtime_client import SseClient
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from socketify.testing import LiveServer
+from tests.realtime.realtime_client import SseClient
+from tests.support.serve import ServerProcess
 
 
-def _ws(live: LiveServer, target: str, **kwargs: object) -> ClientConnection:
+def _ws(live: ServerProcess, target: str, **kwargs: object) -> ClientConnection:
     return connect(f"ws://127.0.0.1:{live.port}{target}", open_timeout=5, **kwargs)  # type: ignore[arg-type]
 
 
-def _closes_watcher(live: LiveServer) -> SseClient:
+def _closes_watcher(live: ServerProcess) -> SseClient:
     """An SSE subscription to the room where the app reports each channel's on_close."""
     watcher = SseClient(live.port, "/watch?room=closes")
     assert watcher.next_data_event().event == "hello"
@@ -32,7 +32,7 @@ def _reported_close(watcher: SseClient, token: str) -> str:
             return line[len(token) + 1 :]
 
 
-def test_pulse_echoes_text_binary_and_answers_pings(live: LiveServer) -> None:
+def test_pulse_echoes_text_binary_and_answers_pings(live: ServerProcess) -> None:
     with _ws(live, "/echo", subprotocols=["chat"]) as ws:
         assert ws.subprotocol == "chat"
         ws.send("héllo")
@@ -43,7 +43,7 @@ def test_pulse_echoes_text_binary_and_answers_pings(live: LiveServer) -> None:
 
 
 def test_pulse_server_close_reaches_client_and_on_close_gets_the_server_code(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     watcher = _closes_watcher(live)
     token = uuid.uuid4().hex
@@ -59,7 +59,7 @@ def test_pulse_server_close_reaches_client_and_on_close_gets_the_server_code(
         watcher.close()
 
 
-def test_pulse_client_close_code_is_echoed_and_reported(live: LiveServer) -> None:
+def test_pulse_client_close_code_is_echoed_and_reported(live: ServerProcess) -> None:
     watcher = _closes_watcher(live)
     token = uuid.uuid4().hex
     try:
@@ -71,7 +71,7 @@ def test_pulse_client_close_code_is_echoed_and_reported(live: LiveServer) -> Non
         watcher.close()
 
 
-def test_pulse_message_over_the_limit_closes_with_1009(live: LiveServer) -> None:
+def test_pulse_message_over_the_limit_closes_with_1009(live: ServerProcess) -> None:
     watcher = _closes_watcher(live)
     token = uuid.uuid4().hex
     try:
@@ -85,7 +85,7 @@ def test_pulse_message_over_the_limit_closes_with_1009(live: LiveServer) -> None
         watcher.close()
 
 
-def test_pulse_peer_vanishing_reports_1006(live: LiveServer) -> None:
+def test_pulse_peer_vanishing_reports_1006(live: ServerProcess) -> None:
     watcher = _closes_watcher(live)
     token = uuid.uuid4().hex
     try:
@@ -113,7 +113,7 @@ def _vanish(ws: ClientConnection) -> None:
     ],
 )
 def test_pulse_refused_upgrades_get_an_http_answer(
-    live: LiveServer, extra: str, status: int
+    live: ServerProcess, extra: str, status: int
 ) -> None:
     with socket.create_connection(("127.0.0.1", live.port), timeout=5) as sock:
         sock.sendall(f"GET /echo HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode())
@@ -123,7 +123,7 @@ def test_pulse_refused_upgrades_get_an_http_answer(
         assert "Sec-WebSocket-Version: 13" in head
 
 
-def test_server_ws_shorthand_calls_open_and_message(live: LiveServer) -> None:
+def test_server_ws_shorthand_calls_open_and_message(live: ServerProcess) -> None:
     with _ws(live, "/ws") as ws:
         assert ws.recv(timeout=5) == "welcome"
         ws.send("shout")
@@ -133,7 +133,7 @@ def test_server_ws_shorthand_calls_open_and_message(live: LiveServer) -> None:
 
 
 def test_hub_room_spanning_both_workers_gets_every_broadcast_once_in_order(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     by_pid: dict[str, list[ClientConnection]] = {}
     opened: list[ClientConnection] = []

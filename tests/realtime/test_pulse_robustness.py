@@ -1,9 +1,9 @@
 """Pulse under stress, against `socketify run --workers 2`: idle pings, slow consumers,
 permessage-deflate variants, and a worker killed with SIGKILL in the middle of a chat.
 
-The app (`pulse_robustness_app`) sends `pid:N` first on every route, so a test knows which
-worker holds each connection, and reports the close code the server saw to the `events`
-room, which a watcher on either worker receives.
+The app (`pulse_robustness_app.py`) sends `pid:N` first on every route, so a test knows
+which worker holds each connection, and reports the close code the server saw to the
+`events` room, which a watcher on either worker receives.
 """
 
 from __future__ import annotations
@@ -15,30 +15,37 @@ import time
 import uuid
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from raw_websocket import CLOSE, PING, PONG, TEXT, RawWebSocket, client_frame, close_frame
 from websockets.exceptions import ConnectionClosed
 from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 from websockets.sync.client import ClientConnection, connect
 
-from socketify.testing import LiveServer
+from tests.support.raw_websocket import (
+    CLOSE,
+    PING,
+    PONG,
+    TEXT,
+    RawWebSocket,
+    client_frame,
+    close_frame,
+)
+from tests.support.serve import Launcher, ServerProcess
 
-HERE = Path(__file__).parent
 IDLE = 0.5  # idle_timeout of /idle
 
 
 @pytest.fixture(scope="module")
-def live() -> Iterator[LiveServer]:
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """Our own server: the kill -9 test takes one of its workers down."""
-    with LiveServer("pulse_robustness_app:server", workers=2, cwd=str(HERE)) as server:
+    with Launcher(tmp_path_factory.mktemp("robustness")) as launcher:
+        server = launcher("tests.realtime.pulse_robustness_app:server", workers=2)
         _wait_for_both_workers(server)
         yield server
 
 
-def _wait_for_both_workers(server: LiveServer) -> None:
+def _wait_for_both_workers(server: ServerProcess) -> None:
     """Accepting TCP is not serving yet: on a loaded machine a worker may still be booting."""
     seen: set[int] = set()
     deadline = time.monotonic() + 30
@@ -50,7 +57,7 @@ def _wait_for_both_workers(server: LiveServer) -> None:
             seen.add(_pid(ws.recv(timeout=10)))
 
 
-def _ws(live: LiveServer, target: str, **kwargs: Any) -> ClientConnection:
+def _ws(live: ServerProcess, target: str, **kwargs: Any) -> ClientConnection:
     kwargs.setdefault("open_timeout", 5)
     return connect(f"ws://127.0.0.1:{live.port}{target}", **kwargs)
 
@@ -62,7 +69,7 @@ def _pid(first_message: object) -> int:
 
 
 @contextlib.contextmanager
-def _events(live: LiveServer) -> Iterator[ClientConnection]:
+def _events(live: ServerProcess) -> Iterator[ClientConnection]:
     with _ws(live, "/events") as watcher:
         _pid(watcher.recv(timeout=5))
         yield watcher
@@ -79,7 +86,7 @@ def _reported_close(watcher: ClientConnection, token: str, timeout: float = 10.0
 # -- idle timeout with automatic pings ------------------------------------------------------
 
 
-def test_idle_client_that_answers_pings_stays_connected(live: LiveServer) -> None:
+def test_idle_client_that_answers_pings_stays_connected(live: ServerProcess) -> None:
     with RawWebSocket(live.port, "/idle") as ws:
         _pid(ws.recv_message()[1].decode())
         pings = 0
@@ -98,7 +105,7 @@ def test_idle_client_that_answers_pings_stays_connected(live: LiveServer) -> Non
 
 
 def test_idle_client_that_ignores_pings_gets_a_1001_close_frame_then_is_dropped(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     token = uuid.uuid4().hex
     with _events(live) as watcher, RawWebSocket(live.port, f"/idle?token={token}") as ws:
@@ -115,7 +122,7 @@ def test_idle_client_that_ignores_pings_gets_a_1001_close_frame_then_is_dropped(
         assert _reported_close(watcher, token) == 1001
 
 
-def test_websockets_client_with_its_own_keepalive_is_never_dropped(live: LiveServer) -> None:
+def test_websockets_client_with_its_own_keepalive_is_never_dropped(live: ServerProcess) -> None:
     with _ws(live, "/idle", ping_interval=None) as ws:  # the library answers our pings
         _pid(ws.recv(timeout=5))
         time.sleep(5 * IDLE)
@@ -127,7 +134,7 @@ def test_websockets_client_with_its_own_keepalive_is_never_dropped(live: LiveSer
 
 
 def test_slow_consumer_sends_are_dropped_past_max_backpressure_then_drain_fires(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     count, size = 2000, 16 * 1024  # 32 MiB: far more than the kernel buffers hold
     with _ws(live, "/flood", max_size=None) as ws:
@@ -155,7 +162,7 @@ def test_slow_consumer_sends_are_dropped_past_max_backpressure_then_drain_fires(
 
 
 def test_a_burst_of_frames_goes_out_in_one_write_in_order_behind_earlier_replies(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     with RawWebSocket(live.port, "/burst") as ws:
         ws.send(client_frame(PING, b"first") + client_frame(TEXT, b"400"))
@@ -171,7 +178,7 @@ def test_a_burst_of_frames_goes_out_in_one_write_in_order_behind_earlier_replies
 
 
 def test_a_close_right_behind_a_burst_still_gets_the_burst_and_its_echo(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     with RawWebSocket(live.port, "/burst") as ws:
         ws.send(client_frame(TEXT, b"5") + close_frame(4000, b"done"))  # one packet
@@ -202,7 +209,7 @@ def test_a_close_right_behind_a_burst_still_gets_the_burst_and_its_echo(
     ids=["defaults", "server-nct", "client-nct", "windows-10-9", "all"],
 )
 def test_deflate_is_negotiated_and_echoes_with_each_parameter_set(
-    live: LiveServer, factory: ClientPerMessageDeflateFactory
+    live: ServerProcess, factory: ClientPerMessageDeflateFactory
 ) -> None:
     with _ws(live, "/deflate", compression=None, extensions=[factory], max_size=None) as ws:
         _pid(ws.recv(timeout=5))
@@ -223,7 +230,7 @@ def test_deflate_is_negotiated_and_echoes_with_each_parameter_set(
     [("permessage-deflate", True), ("permessage-deflate; server_no_context_takeover", False)],
 )
 def test_server_context_takeover_makes_a_repeat_message_smaller(
-    live: LiveServer, offer: str, takeover: bool
+    live: ServerProcess, offer: str, takeover: bool
 ) -> None:
     text = b"the quick brown fox jumps over the lazy dog, " * 20
     with RawWebSocket(live.port, "/deflate", extensions=offer) as ws:
@@ -242,7 +249,7 @@ def test_server_context_takeover_makes_a_repeat_message_smaller(
             assert sizes[1] == sizes[0], sizes  # a fresh compressor each time
 
 
-def test_compressed_client_message_is_inflated(live: LiveServer) -> None:
+def test_compressed_client_message_is_inflated(live: ServerProcess) -> None:
     with RawWebSocket(live.port, "/deflate", extensions="permessage-deflate") as ws:
         _pid(ws.recv_message()[1].decode())
         text = b"compressed by the client " * 40
@@ -255,7 +262,7 @@ def test_compressed_client_message_is_inflated(live: LiveServer) -> None:
 # -- a worker killed with SIGKILL -----------------------------------------------------------
 
 
-def test_kill_9_of_one_worker_leaves_chat_flowing_on_the_other(live: LiveServer) -> None:
+def test_kill_9_of_one_worker_leaves_chat_flowing_on_the_other(live: ServerProcess) -> None:
     with contextlib.ExitStack() as stack:
         by_pid: dict[int, list[ClientConnection]] = {}
         for _ in range(60):
@@ -288,7 +295,7 @@ def test_kill_9_of_one_worker_leaves_chat_flowing_on_the_other(live: LiveServer)
 
 
 def _member_on_new_worker(
-    live: LiveServer, stack: contextlib.ExitStack, old: set[int]
+    live: ServerProcess, stack: contextlib.ExitStack, old: set[int]
 ) -> ClientConnection:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

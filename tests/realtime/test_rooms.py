@@ -10,7 +10,6 @@ queue where it can be read back.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator
 
 import gevent
@@ -24,6 +23,7 @@ from socketify.realtime.pulse.channel import Channel
 from socketify.realtime.rooms import Rooms, Sender
 from socketify.realtime.sse import EventStream
 from socketify.testing import TestClient
+from tests.support.wait import wait_for
 from workers.shared.bus import LocalBus
 
 pytestmark = pytest.mark.timeout(30)
@@ -76,15 +76,6 @@ def _channel(max_backpressure: int = pulse.UNBOUNDED) -> Channel:
     return Channel(Protocol(), max_backpressure=max_backpressure)
 
 
-def _until(condition: Callable[[], object], timeout: float = 10.0) -> None:
-    """Let the server side run (cooperatively) until `condition()` holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("the condition did not hold in time")
-        gevent.sleep(0.01)
-
-
 @pytest.fixture
 def bus() -> Iterator[LocalBus]:
     yield LocalBus()
@@ -126,7 +117,12 @@ def test_a_pulse_hub_and_an_sse_hub_in_one_process_keep_their_members_apart(
         assert (second.event, second.data) == ("message", "second\nline")
         with pytest.raises(TimeoutError):
             ws.receive(timeout=0.2)  # nothing of the event stream's reached the WebSocket
-    _until(lambda: websockets.local_size("lobby") == 0 and streams.local_size("lobby") == 0)
+    wait_for(
+        lambda: websockets.local_size("lobby") == 0 and streams.local_size("lobby") == 0,
+        10,
+        interval=0.01,
+        sleep=gevent.sleep,
+    )
     assert websockets.room_size("lobby") == 0 and streams.room_size("lobby") == 0
 
 
@@ -170,13 +166,13 @@ def test_room_size_counts_every_worker_and_a_closed_member_leaves_everywhere(
         assert worker_b.room_size("side") == 2
         assert worker_a.rooms(member) == {"lobby", "side"}
     # The client went away: the channel's close makes it leave every room, on every worker.
-    _until(lambda: worker_b.room_size("lobby") == 1)
+    wait_for(lambda: worker_b.room_size("lobby") == 1, 10, interval=0.01, sleep=gevent.sleep)
     assert worker_b.room_size("side") == 1
     assert worker_a.rooms(member) == set() and worker_a.members("side") == []
     assert bus.subscribers("sizes:lobby") == 1  # worker_a no longer listens to the room
     with client.sse("/events", query={"room": "news"}):
         assert streams.room_size("news") == 1
-    _until(lambda: streams.room_size("news") == 0)
+    wait_for(lambda: streams.room_size("news") == 0, 10, interval=0.01, sleep=gevent.sleep)
 
 
 def test_leave_all_leaves_every_room_and_a_member_is_watched_once_however_often_it_rejoins(

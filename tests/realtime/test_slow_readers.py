@@ -13,18 +13,16 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
-from raw_websocket import BINARY, CLOSE, PING, TEXT, RawWebSocket, client_frame
-from realtime_client import SseClient
 
 from socketify.realtime.pulse import MAX_BACKPRESSURE
-from socketify.testing import LiveServer
+from tests.realtime.realtime_client import SseClient
+from tests.support.raw_websocket import BINARY, CLOSE, PING, TEXT, RawWebSocket, client_frame
+from tests.support.serve import Launcher, ServerProcess
 
-HERE = Path(__file__).parent
 RCVBUF = 4096
 SIZE = 64 * 1024
 COUNT = 4000  # 250 MiB per client if nothing bounded the backlog
@@ -32,13 +30,13 @@ CLOSE_WAIT = 5.0  # how long a close we started waits for the peer (Channel's CL
 
 
 @pytest.fixture(scope="module")
-def live() -> Iterator[LiveServer]:
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One worker, so every report comes from the worker that held the connection."""
-    with LiveServer("slow_reader_app:server", workers=1, cwd=str(HERE)) as server:
-        yield server
+    with Launcher(tmp_path_factory.mktemp("slow-readers")) as launcher:
+        yield launcher("tests.realtime.slow_reader_app:server", workers=1)
 
 
-def _report(live: LiveServer, key: str, field: str, timeout: float = 15.0) -> Any:
+def _report(live: ServerProcess, key: str, field: str, timeout: float = 15.0) -> Any:
     """The worker's record of `field` for `key`, once it is there."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -49,7 +47,7 @@ def _report(live: LiveServer, key: str, field: str, timeout: float = 15.0) -> An
     raise AssertionError(f"no {field} for {key} within {timeout} s")
 
 
-def _stalled_flood(live: LiveServer) -> tuple[RawWebSocket, str]:
+def _stalled_flood(live: ServerProcess) -> tuple[RawWebSocket, str]:
     """A WebSocket with a 4 KiB receive buffer that asked for the flood and reads no more."""
     ws = RawWebSocket(live.port, "/flood", rcvbuf=RCVBUF, timeout=10)
     key = ws.recv_message()[1].decode()
@@ -66,7 +64,7 @@ def _assert_bounded(statuses: dict[str, int]) -> None:
 
 
 def test_a_websocket_reader_that_stalls_is_closed_1008_and_sees_it_when_it_reads(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     ws, key = _stalled_flood(live)
     with ws:
@@ -85,7 +83,7 @@ def test_a_websocket_reader_that_stalls_is_closed_1008_and_sees_it_when_it_reads
 
 
 def test_a_reader_that_never_reads_again_is_dropped_after_the_close_wait_while_others_are_served(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     dead, key = _stalled_flood(live)
     with dead:
@@ -102,7 +100,7 @@ def test_a_reader_that_never_reads_again_is_dropped_after_the_close_wait_while_o
 
 
 def test_frames_sent_in_the_handler_before_the_101_count_against_the_limit(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     target = f"/flood-in-handler?key=handler&count={COUNT}&size={SIZE}"
     with RawWebSocket(live.port, target, timeout=10) as ws:
@@ -114,7 +112,7 @@ def test_frames_sent_in_the_handler_before_the_101_count_against_the_limit(
     assert _report(live, "handler", "close") == 1008
 
 
-def test_hub_broadcasts_to_a_stalled_member_hit_the_same_bound(live: LiveServer) -> None:
+def test_hub_broadcasts_to_a_stalled_member_hit_the_same_bound(live: ServerProcess) -> None:
     with (
         RawWebSocket(live.port, "/room?key=stalled", rcvbuf=RCVBUF, timeout=10) as stalled,
         RawWebSocket(live.port, "/room?key=reader", timeout=10) as reader,
@@ -137,7 +135,7 @@ def test_hub_broadcasts_to_a_stalled_member_hit_the_same_bound(live: LiveServer)
 
 
 def test_an_event_stream_whose_client_stalls_is_closed_and_the_worker_keeps_serving(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     target = f"/events?key=sse&count={COUNT}&size={SIZE}"
     client = SseClient(live.port, target, rcvbuf=RCVBUF)
@@ -154,7 +152,7 @@ def test_an_event_stream_whose_client_stalls_is_closed_and_the_worker_keeps_serv
 
 
 def test_an_idle_websocket_gets_a_1001_close_frame_and_its_close_callback_sees_1001(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     with RawWebSocket(live.port, "/idle") as ws:
         key = ws.recv_message()[1].decode()

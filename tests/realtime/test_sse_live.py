@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import requests
-from realtime_client import SseClient
 
-from socketify.testing import LiveServer
+from tests.realtime.realtime_client import SseClient
+from tests.support.serve import ServerProcess
 
 
-def _subscribers_on_both_workers(live: LiveServer, target: str) -> dict[str, list[SseClient]]:
+def _subscribers_on_both_workers(live: ServerProcess, target: str) -> dict[str, list[SseClient]]:
     """Open subscriptions until each of the two workers holds at least one."""
     by_pid: dict[str, list[SseClient]] = {}
     for _ in range(40):
@@ -21,7 +21,7 @@ def _subscribers_on_both_workers(live: LiveServer, target: str) -> dict[str, lis
     raise AssertionError(f"all 40 subscriptions landed on {list(by_pid)}")
 
 
-def test_sse_headers_and_events_arrive_before_the_stream_ends(live: LiveServer) -> None:
+def test_sse_headers_and_events_arrive_before_the_stream_ends(live: ServerProcess) -> None:
     client = SseClient(live.port, "/events", headers="Last-Event-ID: 41\r\n")
     try:
         assert client.head.startswith("HTTP/1.1 200 ")
@@ -37,7 +37,7 @@ def test_sse_headers_and_events_arrive_before_the_stream_ends(live: LiveServer) 
 
 
 def test_sse_multiline_data_is_split_on_every_line_ending_and_heartbeats_flow(
-    live: LiveServer,
+    live: ServerProcess,
 ) -> None:
     client = SseClient(live.port, "/events/multi")
     try:
@@ -49,7 +49,7 @@ def test_sse_multiline_data_is_split_on_every_line_ending_and_heartbeats_flow(
         client.close()
 
 
-def test_sse_head_request_gets_headers_only_then_close(live: LiveServer) -> None:
+def test_sse_head_request_gets_headers_only_then_close(live: ServerProcess) -> None:
     client = SseClient(live.port, "/events", method="HEAD")
     try:
         assert "Content-Type: text/event-stream" in client.head
@@ -59,7 +59,7 @@ def test_sse_head_request_gets_headers_only_then_close(live: LiveServer) -> None
         client.close()
 
 
-def test_sse_broadcast_reaches_subscribers_on_both_workers_once_each(live: LiveServer) -> None:
+def test_sse_broadcast_reaches_subscribers_on_both_workers_once_each(live: ServerProcess) -> None:
     by_pid = _subscribers_on_both_workers(live, "/events")
     clients = [c for group in by_pid.values() for c in group]
     try:
@@ -84,7 +84,7 @@ def test_sse_broadcast_reaches_subscribers_on_both_workers_once_each(live: LiveS
             client.close()
 
 
-def test_sse_publish_after_subscribers_left_still_serves(live: LiveServer) -> None:
+def test_sse_publish_after_subscribers_left_still_serves(live: ServerProcess) -> None:
     client = SseClient(live.port, "/events")
     client.next_data_event()
     client.close()  # the server notices the EOF and drops the member

@@ -7,18 +7,18 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from socketify.testing import LiveServer
+from tests.support.serve import ServerProcess
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def fetch(server: LiveServer, path: str, cookie: str = "") -> tuple[int, Any, str]:
+def fetch(server: ServerProcess, path: str, cookie: str = "") -> tuple[int, Any, str]:
     """One request on a new connection (the kernel picks the worker); (status, json, cookie)."""
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     try:
@@ -33,36 +33,20 @@ def fetch(server: LiveServer, path: str, cookie: str = "") -> tuple[int, Any, st
     return response.status, data, set_cookie.split(";")[0] or cookie
 
 
-def worker_pids(server: LiveServer) -> list[int]:
-    assert server.process is not None
-    master = server.process.pid
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                text = Path(f"/proc/{entry}/stat").read_text()
-                stat = text.rpartition(")")[2].split()
-            except OSError:
-                continue
-            if int(stat[1]) == master and stat[0] != "Z":
-                pids.append(int(entry))
-    return pids
-
-
-def wait_for_workers(server: LiveServer, count: int, exclude: set[int]) -> list[int]:
+def wait_for_workers(server: ServerProcess, count: int, exclude: set[int]) -> list[int]:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        pids = [p for p in worker_pids(server) if p not in exclude]
+        pids = [p for p in server.workers() if p not in exclude]
         if len(pids) == count:
             seen = {fetch(server, "/pid")[1] for _ in range(20)}
             if {int(p) for p in seen} <= set(pids):
                 return pids
         time.sleep(0.1)
-    raise AssertionError(f"workers did not come back: {worker_pids(server)}")
+    raise AssertionError(f"workers did not come back: {server.workers()}")
 
 
 def test_10000_requests_alternating_across_workers_lose_no_session_write(
-    two_workers: LiveServer,
+    two_workers: ServerProcess,
 ) -> None:
     clients, per_client = 20, 500
     finals: list[int] = []
@@ -90,7 +74,7 @@ def test_10000_requests_alternating_across_workers_lose_no_session_write(
     assert len(pids) == 2  # both workers wrote and read the sessions
 
 
-def test_a_session_survives_kill_9_of_the_worker_that_wrote_it(two_workers: LiveServer) -> None:
+def test_a_session_survives_kill_9_of_the_worker_that_wrote_it(two_workers: ServerProcess) -> None:
     _, data, cookie = fetch(two_workers, "/count")
     writer = data["pid"]
     for _ in range(5):
@@ -104,22 +88,18 @@ def test_a_session_survives_kill_9_of_the_worker_that_wrote_it(two_workers: Live
         assert data["pid"] != writer
 
 
-def test_a_session_survives_a_hup_reload(two_workers: LiveServer) -> None:
+def test_a_session_survives_a_hup_reload(two_workers: ServerProcess) -> None:
     _, data, cookie = fetch(two_workers, "/count")
     for _ in range(3):
         _, data, cookie = fetch(two_workers, "/count", cookie)
-    before = set(worker_pids(two_workers))
-    assert two_workers.process is not None
-    two_workers.process.send_signal(signal.SIGHUP)
-    deadline = time.monotonic() + 20
-    while set(worker_pids(two_workers)) & before and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not set(worker_pids(two_workers)) & before, "the reload did not replace the workers"
+    before = set(two_workers.workers())
+    two_workers.signal(signal.SIGHUP)
+    wait_for(lambda: not set(two_workers.workers()) & before, 20, message="the reload")
     _, after, _ = fetch(two_workers, "/count", cookie)
     assert after["n"] == data["n"] + 1
 
 
-def test_a_shared_cache_entry_is_seen_by_every_worker(two_workers: LiveServer) -> None:
+def test_a_shared_cache_entry_is_seen_by_every_worker(two_workers: ServerProcess) -> None:
     fetch(two_workers, "/cache/set/colour/blue")
     seen = {}
     for _ in range(30):
@@ -128,7 +108,7 @@ def test_a_shared_cache_entry_is_seen_by_every_worker(two_workers: LiveServer) -
     assert set(seen.values()) == {"blue"} and len(seen) == 2
 
 
-def test_the_default_rate_limit_store_is_shared_by_the_workers(two_workers: LiveServer) -> None:
+def test_the_default_rate_limit_store_is_shared_by_the_workers(two_workers: ServerProcess) -> None:
     statuses: list[int] = []
     pids: set[int] = set()
     for _ in range(60):
@@ -142,7 +122,7 @@ def test_the_default_rate_limit_store_is_shared_by_the_workers(two_workers: Live
 
 
 def test_a_100_per_minute_limit_holds_within_2_across_two_workers(
-    two_workers: LiveServer,
+    two_workers: ServerProcess,
 ) -> None:
     started = time.monotonic()
     statuses: list[int] = []
@@ -171,7 +151,7 @@ def test_a_100_per_minute_limit_holds_within_2_across_two_workers(
     assert len(pids) == 2
 
 
-def subscribe_everywhere(server: LiveServer, count: int) -> set[int]:
+def subscribe_everywhere(server: ServerProcess, count: int) -> set[int]:
     pids: set[int] = set()
     deadline = time.monotonic() + 10
     while len(pids) < count and time.monotonic() < deadline:
@@ -180,7 +160,7 @@ def subscribe_everywhere(server: LiveServer, count: int) -> set[int]:
     return pids
 
 
-def received_everywhere(server: LiveServer, pids: set[int], publisher: int, n: int) -> None:
+def received_everywhere(server: ServerProcess, pids: set[int], publisher: int, n: int) -> None:
     got: dict[int, list[int]] = {}
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -192,7 +172,7 @@ def received_everywhere(server: LiveServer, pids: set[int], publisher: int, n: i
 
 
 def test_the_bus_reaches_every_worker_once_in_order_even_after_kill_9(
-    two_workers: LiveServer,
+    two_workers: ServerProcess,
 ) -> None:
     pids = subscribe_everywhere(two_workers, 2)
     _, data, _ = fetch(two_workers, "/bus/publish/500")

@@ -11,19 +11,17 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import orjson
 import pytest
-from services import require_module, require_service
-from test_live_workers import fetch
 
 from load_tests.redis_server import PrivateRedis
-from socketify.testing import LiveServer
+from tests.state.test_live_workers import fetch
+from tests.support.serve import REPO, Launcher
+from tests.support.services import require_module, require_service
 
 pytestmark = pytest.mark.timeout(90)
 URL = "redis://127.0.0.1:6379/0"
-HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture
@@ -96,11 +94,14 @@ def test_redis_bus_delivers_each_message_once_in_order_to_every_subscriber(prefi
         bus.close()
 
 
-def test_two_masters_sharing_one_redis_share_sessions_and_a_rate_limit(prefix: str) -> None:
+def test_two_masters_sharing_one_redis_share_sessions_and_a_rate_limit(
+    serve: Launcher, prefix: str
+) -> None:
     env = {"SOCKETIFY_STATE_URL": URL, "STATE_TEST_NAMESPACE": prefix}
-    host_a = LiveServer("apps.state_app:server", workers=2, cwd=str(HERE), env=env)
-    host_b = LiveServer("apps.state_app:server", workers=2, cwd=str(HERE), env=env)
-    with host_a, host_b:
+    app = "tests.state.apps.state_app:server"
+    host_a = serve(app, workers=2, env=env, wait=False)
+    host_b = serve(app, workers=2, env=env, wait=False)  # the two boots overlap
+    with host_a.wait_serving(), host_b.wait_serving():
         cookie = ""
         for n in range(1, 41):  # alternate hosts, as a load balancer would
             host = host_a if n % 2 else host_b
@@ -283,8 +284,8 @@ def test_under_gevent_the_command_timeout_fires_without_blocking_the_hub(
         [sys.executable, "-c", GEVENT_PROBE, private_redis.url, str(private_redis.pid)],
         capture_output=True,
         timeout=30,
-        cwd=HERE.parents[1],
-        env={**os.environ, "PYTHONPATH": str(HERE.parents[1])},
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert result.returncode == 0, result.stderr.decode()
     report = orjson.loads(result.stdout.splitlines()[-1])

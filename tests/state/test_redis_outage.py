@@ -12,22 +12,22 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from test_live_workers import fetch, subscribe_everywhere
 
 from load_tests.redis_server import PrivateRedis
 from socketify import Server
 from socketify.middleware.ratelimit import middleware as ratelimit
 from socketify.state import sessions
 from socketify.state.redis import RedisStore
-from socketify.testing import LiveServer, TestClient
+from socketify.testing import TestClient
+from tests.state.test_live_workers import fetch, subscribe_everywhere
+from tests.support.ports import free_port
+from tests.support.serve import Launcher, ServerProcess
 
 pytestmark = pytest.mark.timeout(120)
-HERE = Path(__file__).resolve().parent
 BAR = 2.0  # seconds within which every request must be answered, Redis or not
 OUTAGE = re.compile(r"\[(\d+)\] \[ERROR\] socketify\.state: Redis .* is unreachable .*"
                     r"answering 503 until it returns")  # fmt: skip
@@ -43,7 +43,7 @@ class Answer:
     body: bytes
 
 
-def ask(server: LiveServer, path: str, cookie: str = "") -> Answer:
+def ask(server: ServerProcess, path: str, cookie: str = "") -> Answer:
     """One request on a new connection, timed from connect to the last body byte."""
     started = time.monotonic()
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
@@ -58,12 +58,12 @@ def ask(server: LiveServer, path: str, cookie: str = "") -> Answer:
     return Answer(path, response.status, response.getheader("Retry-After"), elapsed, body)
 
 
-def serve(redis: PrivateRedis) -> LiveServer:
+def state_app(serve: Launcher, redis: PrivateRedis) -> ServerProcess:
     env = {"SOCKETIFY_STATE_URL": redis.url, "STATE_TEST_NAMESPACE": f"{uuid.uuid4().hex}:"}
-    return LiveServer("apps.state_app:server", workers=2, cwd=str(HERE), env=env)
+    return serve("tests.state.apps.state_app:server", workers=2, env=env)
 
 
-def hammer(server: LiveServer, paths: list[str], cookie: str, seconds: float) -> list[Answer]:
+def hammer(server: ServerProcess, paths: list[str], cookie: str, seconds: float) -> list[Answer]:
     """Four clients asking for `paths` in turn for `seconds`."""
     answers: list[Answer] = []
     errors: list[BaseException] = []
@@ -99,12 +99,12 @@ def assert_degraded(answers: list[Answer], served: set[str]) -> None:
             assert b"shared state is unreachable" in answer.body
 
 
-def lines(server: LiveServer, pattern: re.Pattern[str]) -> list[int]:
+def lines(server: ServerProcess, pattern: re.Pattern[str]) -> list[int]:
     """The pids of the log lines matching `pattern`."""
-    return [int(m.group(1)) for m in pattern.finditer(server.log())]
+    return [int(m.group(1)) for m in pattern.finditer(server.output())]
 
 
-def wait_for_recovery(server: LiveServer, cookie: str) -> int:
+def wait_for_recovery(server: ServerProcess, cookie: str) -> int:
     """Ask until the session is served again, then until every worker that logged the
     outage has logged its end (each finds out on its own next request); returns the counter
     of the first /count served."""
@@ -117,13 +117,13 @@ def wait_for_recovery(server: LiveServer, cookie: str) -> int:
             if sorted(lines(server, RECOVERED)) == sorted(lines(server, OUTAGE)):
                 return n
         time.sleep(0.05)
-    raise AssertionError(f"no recovery:\n{server.log()[-3000:]}")
+    raise AssertionError(f"no recovery:\n{server.output()[-3000:]}")
 
 
 def test_a_stopped_redis_is_answered_503_within_2_s_logged_once_and_recovered(
-    private_redis: PrivateRedis,
+    serve: Launcher, private_redis: PrivateRedis
 ) -> None:
-    with serve(private_redis) as server:
+    with state_app(serve, private_redis) as server:
         cookie = ""
         for n in (1, 2, 3):
             status, data, cookie = fetch(server, "/count", cookie)
@@ -137,15 +137,15 @@ def test_a_stopped_redis_is_answered_503_within_2_s_logged_once_and_recovered(
         private_redis.resume()
         assert wait_for_recovery(server, cookie) == 4  # the session outlived the stop
         assert fetch(server, "/limited")[0] == 200
-        log = server.log()
+        log = server.output()
         assert "Traceback" not in log
         assert len(lines(server, RECOVERED)) == len(outage)
 
 
 def test_a_killed_redis_is_answered_503_without_tracebacks_and_a_restart_brings_all_back(
-    private_redis: PrivateRedis,
+    serve: Launcher, private_redis: PrivateRedis
 ) -> None:
-    with serve(private_redis) as server:
+    with state_app(serve, private_redis) as server:
         workers = subscribe_everywhere(server, 2)
         _, _, cookie = fetch(server, "/count")
         private_redis.kill()
@@ -164,14 +164,12 @@ def test_a_killed_redis_is_answered_503_without_tracebacks_and_a_restart_brings_
             if data["received"]:
                 heard.add(data["pid"])
         assert heard == workers
-        assert "Traceback" not in server.log()
+        assert "Traceback" not in server.output()
         assert sorted(lines(server, RECOVERED)) == sorted(lines(server, OUTAGE))
 
 
 def test_outages_answer_503_to_sessions_and_limits_and_fail_open_lets_a_limit_pass() -> None:
     pytest.importorskip("redis")
-    from load_tests.harness import free_port
-
     store = RedisStore(f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
     server = Server()
 
@@ -192,15 +190,14 @@ def test_outages_answer_503_to_sessions_and_limits_and_fail_open_lets_a_limit_pa
 
 
 def test_hub_broadcasts_while_redis_is_gone_keep_channels_open_and_rooms_come_back(
-    private_redis: PrivateRedis,
+    serve: Launcher, private_redis: PrivateRedis
 ) -> None:
     from websockets.sync.client import connect
 
-    realtime = HERE.parent / "realtime"
     env = {"SOCKETIFY_STATE_URL": private_redis.url}
     room = uuid.uuid4().hex
     with (
-        LiveServer("realtime_app:server", workers=2, cwd=str(realtime), env=env) as server,
+        serve("tests.realtime.realtime_app:server", workers=2, env=env) as server,
         contextlib.ExitStack() as stack,
     ):
         members = []
@@ -222,8 +219,8 @@ def test_hub_broadcasts_while_redis_is_gone_keep_channels_open_and_rooms_come_ba
         while not heard and time.monotonic() < deadline:
             members[0].send("back")
             heard = all(next_starting(ws, "back", 1.0) == "back" for ws in members)
-        assert heard, server.log()[-3000:]
-        assert "Traceback" not in server.log()
+        assert heard, server.output()[-3000:]
+        assert "Traceback" not in server.output()
 
 
 def next_starting(ws: Any, prefix: str, timeout: float = 5.0) -> str:

@@ -11,18 +11,17 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from test_live_workers import fetch, wait_for_workers, worker_pids
 
-from socketify.testing import LiveServer
+from tests.state.test_live_workers import fetch, wait_for_workers
+from tests.support.serve import Launcher, ServerProcess
 
 pytestmark = pytest.mark.timeout(120)
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 @pytest.fixture
-def server() -> Iterator[LiveServer]:
+def server(serve: Launcher) -> Iterator[ServerProcess]:
     """A fresh server, so that the rate-limit buckets start full."""
-    with LiveServer("apps.state_app:server", workers=2, cwd=HERE) as live:
+    with serve("tests.state.apps.state_app:server", workers=2) as live:
         pids: set[int] = set()
         deadline = time.monotonic() + 20
         while len(pids) < 2 and time.monotonic() < deadline:  # both workers serving
@@ -33,7 +32,7 @@ def server() -> Iterator[LiveServer]:
         yield live
 
 
-def test_each_worker_runs_the_store_on_the_shared_table(server: LiveServer) -> None:
+def test_each_worker_runs_the_store_on_the_shared_table(server: ServerProcess) -> None:
     kinds: dict[int, str] = {}
     deadline = time.monotonic() + 10
     while len(kinds) < 2 and time.monotonic() < deadline:
@@ -42,7 +41,7 @@ def test_each_worker_runs_the_store_on_the_shared_table(server: LiveServer) -> N
     assert list(kinds.values()) == ["TableStore", "TableStore"]
 
 
-def test_kill_9_under_load_loses_no_session_and_limits_stay_global(server: LiveServer) -> None:
+def test_kill_9_under_load_loses_no_session_and_limits_stay_global(server: ServerProcess) -> None:
     stop = threading.Event()
     results: list[tuple[str, int, int, list[int]]] = []  # (cookie, successes, failures, ns)
     problems: list[str] = []
@@ -73,7 +72,7 @@ def test_kill_9_under_load_loses_no_session_and_limits_stay_global(server: LiveS
     for thread in threads:
         thread.start()
     time.sleep(1.0)
-    victim = worker_pids(server)[0]
+    victim = server.workers()[0]
     os.kill(victim, signal.SIGKILL)
     time.sleep(1.5)
     stop.set()
@@ -95,7 +94,7 @@ def test_kill_9_under_load_loses_no_session_and_limits_stay_global(server: LiveS
 
 
 def test_concurrent_requests_on_one_session_across_workers_keep_each_others_keys(
-    server: LiveServer,
+    server: ServerProcess,
 ) -> None:
     _, _, cookie = fetch(server, "/mark/first")
     problems: list[str] = []
@@ -125,9 +124,9 @@ def test_concurrent_requests_on_one_session_across_workers_keep_each_others_keys
     assert data["first"] == 1
 
 
-def test_without_the_table_the_master_serves_every_operation() -> None:
+def test_without_the_table_the_master_serves_every_operation(serve: Launcher) -> None:
     env = {"SOCKETIFY_STATE_TABLE": "0"}
-    with LiveServer("apps.state_app:server", workers=2, cwd=HERE, env=env) as live:
+    with serve("tests.state.apps.state_app:server", workers=2, env=env) as live:
         kinds: dict[int, str] = {}
         cookie = ""
         deadline = time.monotonic() + 20

@@ -9,8 +9,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from workers_harness import needs_ipv6
 
+from tests.support.ports import needs_ipv6
 from workers.supervise.listeners import Listeners
 from workers.supervise.sockets import (
     BindError,

@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
-from workers_harness import Launcher, wait_for
 
+from tests.support.wait import wait_for
+from tests.workers.master_process import StartMaster
 from workers.supervise.reloader import MtimeWatcher
 
 
@@ -38,7 +39,7 @@ def test_watcher_reports_added_modified_and_removed_python_files(tmp_path: Path)
 
 @pytest.mark.timeout(25)
 def test_master_with_reload_serves_new_code_after_a_source_change(
-    launch: Launcher, tmp_path: Path
+    launch: StartMaster, tmp_path: Path
 ) -> None:
     source_dir = tmp_path / "src"
     source_dir.mkdir()
@@ -46,9 +47,9 @@ def test_master_with_reload_serves_new_code_after_a_source_change(
     module.write_text("VALUE = 1\n")
     master = launch("--workers", "2", "--reload-dir", str(source_dir))
     old_workers = set(master.workers())
-    assert master.get("/version").body == "v1"
+    assert master.get("/version").text == "v1"
     master.version_file.write_text("v2")
     touch(module, "VALUE = 2\n", bump=2)
-    wait_for(lambda: master.get("/version").body == "v2", timeout=10, interval=0.1)
+    wait_for(lambda: master.get("/version").text == "v2", timeout=10, interval=0.1)
     wait_for(lambda: not old_workers & set(master.workers()), timeout=10)
     assert "changed" in master.stderr()

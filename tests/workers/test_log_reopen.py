@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from workers_harness import Launcher, wait_for
 
+from tests.support.wait import wait_for
+from tests.workers.master_process import StartMaster
 from workers.supervise.logfiles import file_handlers, reopen_log_files
 
 
@@ -54,7 +55,7 @@ def test_file_handlers_are_found_on_named_loggers_once(
 
 @pytest.mark.timeout(20)
 def test_usr1_makes_master_and_workers_reopen_their_log_file(
-    launch: Launcher, tmp_path: Path
+    launch: StartMaster, tmp_path: Path
 ) -> None:
     log_file = tmp_path / "server.log"
     master = launch("--workers", "1", "--log-file", str(log_file))

@@ -11,51 +11,57 @@ import weakref
 from pathlib import Path
 
 import pytest
-from workers_harness import Launcher, Response, http_get, is_alive, needs_ipv6, wait_for
 
+from tests.support.ports import needs_ipv6
+from tests.support.processes import is_alive
+from tests.support.raw_client import WireResponse, get
+from tests.support.wait import wait_for
+from tests.workers.master_process import StartMaster
 from workers.supervise.context import WorkerContext
 from workers.supervise.master import Master, MasterConfig
 from workers.supervise.sockets import BindError
 
 
 @pytest.mark.timeout(20)
-def test_start_returns_once_every_worker_is_ready_on_a_resolved_port(launch: Launcher) -> None:
+def test_start_returns_once_every_worker_is_ready_on_a_resolved_port(launch: StartMaster) -> None:
     master = launch("--workers", "2", "--bind", "127.0.0.1:0")
     host, port = master.report["addresses"][0]
     assert host == "127.0.0.1" and port > 0
     assert sorted(master.report["workers"]) == master.workers()
     assert len(master.workers()) == 2
     # Readiness means serving: the very first request after start succeeds.
-    assert master.get("/").body == "ok"
-    pids = {int(master.get("/pid").body) for _ in range(30)}
+    assert master.get("/").text == "ok"
+    pids = {int(master.get("/pid").text) for _ in range(30)}
     assert pids <= set(master.workers())
     assert not master.report.get("gevent_in_master")
 
 
 @needs_ipv6
 @pytest.mark.timeout(20)
-def test_ipv6_loopback_bind_serves(launch: Launcher) -> None:
+def test_ipv6_loopback_bind_serves(launch: StartMaster) -> None:
     master = launch("--bind", "[::1]:0")
     host, port = master.report["addresses"][0]
     assert host == "::1"
-    assert http_get(("::1", port), "/").body == "ok"
+    assert get(("::1", port), "/").text == "ok"
 
 
 @pytest.mark.timeout(20)
-def test_unix_socket_bind_serves_and_is_removed_on_stop(launch: Launcher, tmp_path: Path) -> None:
+def test_unix_socket_bind_serves_and_is_removed_on_stop(
+    launch: StartMaster, tmp_path: Path
+) -> None:
     path = tmp_path / "app.sock"
     master = launch("--workers", "2", "--bind", f"unix:{path}")
     assert master.report["addresses"] == [str(path)]
-    assert http_get(str(path), "/version").body == "v1"
+    assert get(str(path), "/version").text == "v1"
     master.signal(signal.SIGTERM)
     assert master.wait_exit(10) == 0
     assert not path.exists()
 
 
 @pytest.mark.timeout(20)
-def test_term_lets_an_in_flight_request_finish(launch: Launcher) -> None:
+def test_term_lets_an_in_flight_request_finish(launch: StartMaster) -> None:
     master = launch("--workers", "1", "--graceful-timeout", "5")
-    result: dict[str, Response | Exception] = {}
+    result: dict[str, WireResponse | Exception] = {}
 
     def slow_request() -> None:
         try:
@@ -83,8 +89,8 @@ def test_term_lets_an_in_flight_request_finish(launch: Launcher) -> None:
     assert client.is_alive()
     client.join(10)
     response = result["response"]
-    assert isinstance(response, Response), response
-    assert response.body == "slow done"
+    assert isinstance(response, WireResponse), response
+    assert response.text == "slow done"
     assert master.wait_exit(10) == 0
     assert time.monotonic() - started < 4
     assert not any(pid in workers for pid in master.workers())
@@ -93,7 +99,7 @@ def test_term_lets_an_in_flight_request_finish(launch: Launcher) -> None:
 
 
 @pytest.mark.timeout(20)
-def test_quit_stops_at_once_dropping_in_flight_requests(launch: Launcher) -> None:
+def test_quit_stops_at_once_dropping_in_flight_requests(launch: StartMaster) -> None:
     master = launch("--workers", "1", "--graceful-timeout", "10")
     result: dict[str, object] = {}
 
@@ -111,11 +117,11 @@ def test_quit_stops_at_once_dropping_in_flight_requests(launch: Launcher) -> Non
     assert master.wait_exit(5) == 0
     assert time.monotonic() - started < 3
     client.join(5)
-    assert isinstance(result["response"], OSError)
+    assert isinstance(result["response"], (OSError, EOFError))  # cut off, not answered
 
 
 @pytest.mark.timeout(20)
-def test_worker_import_error_stops_the_master_with_a_clear_message(launch: Launcher) -> None:
+def test_worker_import_error_stops_the_master_with_a_clear_message(launch: StartMaster) -> None:
     started = time.monotonic()
     master = launch("--workers", "2", version="boom", wait_ready=False)
     code = master.wait_exit(10)
@@ -184,7 +190,7 @@ def test_config_rejects_nonsense() -> None:
 
 
 @pytest.mark.timeout(20)
-def test_term_while_workers_boot_stops_cleanly(launch: Launcher) -> None:
+def test_term_while_workers_boot_stops_cleanly(launch: StartMaster) -> None:
     master = launch("--workers", "2", wait_ready=False)
     workers = master.wait_workers(lambda pids: len(pids) == 2, timeout=10)
     master.signal(signal.SIGTERM)  # most likely while the workers still import gevent

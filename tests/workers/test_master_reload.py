@@ -7,7 +7,10 @@ import threading
 import time
 
 import pytest
-from workers_harness import Launcher, http_get, wait_for
+
+from tests.support.raw_client import get
+from tests.support.wait import wait_for
+from tests.workers.master_process import StartMaster
 
 
 class Hammer:
@@ -23,9 +26,9 @@ class Hammer:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                response = http_get(self.address, "/version", timeout=10)  # type: ignore[arg-type]
-                self.versions.append(response.body)
-            except OSError as exc:
+                response = get(self.address, "/version", timeout=10)  # type: ignore[arg-type]
+                self.versions.append(response.text)
+            except (OSError, EOFError) as exc:
                 self.failures.append(repr(exc))
 
     def __enter__(self) -> Hammer:
@@ -40,7 +43,7 @@ class Hammer:
 
 
 @pytest.mark.timeout(40)
-def test_hup_under_load_loses_no_connection_and_serves_new_code(launch: Launcher) -> None:
+def test_hup_under_load_loses_no_connection_and_serves_new_code(launch: StartMaster) -> None:
     master = launch("--workers", "2", "--graceful-timeout", "3")
     old_workers = set(master.workers())
     with Hammer(master.address) as hammer:
@@ -63,7 +66,7 @@ def test_hup_under_load_loses_no_connection_and_serves_new_code(launch: Launcher
 
 
 @pytest.mark.timeout(30)
-def test_hup_with_a_broken_new_version_keeps_the_old_workers(launch: Launcher) -> None:
+def test_hup_with_a_broken_new_version_keeps_the_old_workers(launch: StartMaster) -> None:
     master = launch("--workers", "2")
     workers = master.workers()
     master.version_file.write_text("boom: syntax error")
@@ -72,10 +75,10 @@ def test_hup_with_a_broken_new_version_keeps_the_old_workers(launch: Launcher) -
     assert "see the traceback above" in master.stderr()
     time.sleep(0.3)  # would a respawn loop start?
     assert master.workers() == workers
-    assert {master.get("/version").body for _ in range(10)} == {"v1"}
+    assert {master.get("/version").text for _ in range(10)} == {"v1"}
     assert master.proc.poll() is None
     # Once fixed, the next reload goes through.
     master.version_file.write_text("v3")
     master.signal(signal.SIGHUP)
-    wait_for(lambda: master.get("/version").body == "v3", timeout=10)
+    wait_for(lambda: master.get("/version").text == "v3", timeout=10)
     wait_for(lambda: not set(workers) & set(master.workers()), timeout=10)
