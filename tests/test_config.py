@@ -1,4 +1,4 @@
-"""config.Config: snapshots, .env dialect, precedence, typed getters, errors (SPEC §1.18)."""
+"""config.Config: snapshots, .env dialect, precedence, typed getters, errors."""
 
 from __future__ import annotations
 

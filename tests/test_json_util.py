@@ -1,4 +1,4 @@
-"""json_util: forgiving parse, dotted-path find, typed get/get_or/require (SPEC §1.16)."""
+"""json_util: forgiving parse, dotted-path find, typed get/get_or/require."""
 
 from __future__ import annotations
 

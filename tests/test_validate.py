@@ -1,4 +1,4 @@
-"""validate: field rules, their order and messages, errors_json, the @body decorator (§1.17)."""
+"""validate: field rules, their order and messages, errors_json, the @body decorator."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Server.handle: middleware order, auto-finalize, 404s and error answers (SPEC §1.2, §1.4)."""
+"""Server.handle: middleware order, auto-finalize, 404s and error answers."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def test_global_middleware_that_stops_gives_404_keeping_its_headers(call) -> Non
     assert res.status_code == 404
     assert res.body == b"Not Found\n"
     assert res.get_header("X-Request-Id") == "abc"
-    assert res.content_type == "application/json"  # SPEC: a type set by middleware stays
+    assert res.content_type == "application/json"  # a type set by middleware stays
 
 
 def test_not_found_is_text_plain_by_default(call) -> None:

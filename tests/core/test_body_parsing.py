@@ -1,5 +1,5 @@
 """Bodies: JSON, urlencoded and multipart forms (streamed, spilled, limited), body_limit,
-downloads and cookies (SPEC §1.7, §1.8, §1.10.6; DESIGN §4b "Bodies")."""
+downloads and cookies."""
 
 from __future__ import annotations
 

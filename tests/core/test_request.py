@@ -1,4 +1,4 @@
-"""Request: lazy parsing of path, headers, query, cookies, body and proxy data (SPEC §1.5)."""
+"""Request: lazy parsing of path, headers, query, cookies, body and proxy data."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Routing: patterns, precedence, decoding, 404/405/OPTIONS, groups (SPEC §1.4, DESIGN §4b)."""
+"""Routing: patterns, precedence, decoding, 404/405/OPTIONS, groups."""
 
 from __future__ import annotations
 

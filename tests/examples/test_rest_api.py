@@ -1,4 +1,5 @@
-"""examples/rest_api.py: the SPEC §4 statuses and JSON errors in-process, then 2 real workers."""
+"""examples/rest_api.py: its statuses (201, 204, 400, 404, 422) and JSON errors in-process, then
+2 real workers."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def test_a_todo_is_created_listed_changed_and_deleted(rest_api: ModuleType) -> N
     renamed = client.patch("/api/todos/1", json={"title": "write more docs"})
     assert renamed.json() == {"id": 1, "title": "write more docs", "done": True}  # done kept
     deleted = client.delete("/api/todos/1")
-    # SPEC §5.12 fixed: a 204 carries neither a body nor a Content-Length.
+    # A 204 carries neither a body nor a Content-Length.
     assert (deleted.status, deleted.body) == (204, b"")
     assert "Content-Length" not in deleted.headers
     assert [todo["id"] for todo in client.get("/api/todos").json()] == [2]

@@ -1,4 +1,5 @@
-"""http_client over plain HTTP against a real local server (SPEC §1.20, §5 item 22)."""
+"""http_client over plain HTTP against a real local server: the Host header keeps a non-default
+port, IPv6 literal URLs work, and repeated response headers are all kept."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""http_client over HTTPS: certificates are verified unless the caller says otherwise (§5.22)."""
+"""http_client over HTTPS: certificates are verified unless the caller says otherwise."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`socketify run` start-up as users meet it: boot failures, bind specs (port 0, IPv6, Unix
-sockets), in-process mode; and the rest of the command line (SPEC §1.22)."""
+sockets), in-process mode; and the rest of the command line."""
 
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ def test_workers_0_serves_in_the_master_process_and_stops_on_term(serve: Launche
 
 
 def test_master_process_never_loads_gevent(serve: Launcher) -> None:
-    # DESIGN §2: forking a process that holds gevent's hub or threads is unsafe.
+    # Forking a process that holds gevent's hub or threads is unsafe, so the master never loads it.
     server = serve(workers=1)
     maps = Path(f"/proc/{server.pid}/maps").read_text()
     assert "gevent" not in maps and "greenlet" not in maps

@@ -1,5 +1,5 @@
-"""The pre-fork master under the real CLI: graceful TERM, HUP reload under load, a killed
-worker, TTIN/TTOU (DESIGN §3, SPEC §5 item 1 fixed)."""
+"""The pre-fork master under the real CLI: graceful TERM (in-flight requests finish), HUP reload
+under load, a killed worker, TTIN/TTOU."""
 
 from __future__ import annotations
 
@@ -239,7 +239,7 @@ def test_hup_with_code_that_fails_to_import_keeps_the_old_workers_serving(
 
 
 def test_master_killed_with_sigkill_takes_its_workers_and_the_port_with_it(serve: Launcher) -> None:
-    # DESIGN §3: no orphan worker may keep a port open after the master dies.
+    # No orphan worker may keep a port open after the master dies.
     server = serve("tests.support.apps.basic:server", workers=2)
     workers = server.workers()
     assert len(workers) == 2

@@ -1,4 +1,5 @@
-"""Server-level compression (SPEC §1.10.5 with q-values and streams, §5.14 fixed)."""
+"""Server-level compression: Accept-Encoding q-values are honoured (`gzip;q=0` gets no gzip),
+streams are compressed chunk by chunk, and files are never compressed on the fly."""
 
 from __future__ import annotations
 

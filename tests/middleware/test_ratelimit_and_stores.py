@@ -1,4 +1,4 @@
-"""Rate limiting (SPEC §1.10.4), the Store protocol with MemoryStore, and proxy trust."""
+"""Rate limiting, the Store protocol with MemoryStore, and proxy trust."""
 
 from __future__ import annotations
 

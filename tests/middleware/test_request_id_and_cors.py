@@ -1,4 +1,4 @@
-"""request_id() (SPEC §1.10.2 + §5.23) and the CORS middleware (SPEC §1.10.3)."""
+"""request_id(), which reuses only a well-formed incoming X-Request-Id, and the CORS middleware."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The `PM` media frame format of SPEC §1.15 byte for byte, and what `MediaHub` sends."""
+"""The `PM` media frame format byte for byte, and what `MediaHub` sends."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ from socketify.realtime.pulse.channel import Channel
 from socketify.realtime.pulse.media import Flag, Frame, Kind, MediaHub, now_us, pack, unpack
 from workers.shared.bus import LocalBus
 
-# SPEC §1.15 worked example: pack(Voice, stream 1, seq 42, ts 1000, flags 0, "pcm").
-SPEC_EXAMPLE = bytes.fromhex("50 4D 01 00 01 00 00 00 2A 00 00 00 00 00 00 03 E8 00 70 63 6D")
+# The format's worked example: pack(Voice, stream 1, seq 42, ts 1000, flags 0, "pcm").
+WORKED_EXAMPLE = bytes.fromhex("50 4D 01 00 01 00 00 00 2A 00 00 00 00 00 00 03 E8 00 70 63 6D")
 
 
 def test_voice_frame_matches_the_spec_worked_example_byte_for_byte() -> None:
-    assert pack(Kind.VOICE, 1, 42, 1000, 0, b"pcm") == SPEC_EXAMPLE
-    frame = unpack(SPEC_EXAMPLE)
+    assert pack(Kind.VOICE, 1, 42, 1000, 0, b"pcm") == WORKED_EXAMPLE
+    frame = unpack(WORKED_EXAMPLE)
     assert frame == Frame(Kind.VOICE, 1, 42, 1000, 0, b"pcm")
-    assert frame is not None and frame.raw == SPEC_EXAMPLE and frame.encode() == SPEC_EXAMPLE
+    assert frame is not None and frame.raw == WORKED_EXAMPLE and frame.encode() == WORKED_EXAMPLE
 
 
 def test_image_kinds_carry_a_big_endian_mime_length_even_when_empty() -> None:
@@ -46,10 +46,10 @@ def test_video_and_voice_have_no_mime_field_and_may_be_empty() -> None:
 @pytest.mark.parametrize(
     "wire",
     [
-        SPEC_EXAMPLE[:17],  # shorter than the fixed header
-        b"PX" + SPEC_EXAMPLE[2:],  # wrong magic
-        b"PM\x05" + SPEC_EXAMPLE[3:],  # unknown kind (SPEC §5 item 29: upstream accepted it)
-        b"PM\x00" + SPEC_EXAMPLE[3:],  # kind 0 is not a kind either
+        WORKED_EXAMPLE[:17],  # shorter than the fixed header
+        b"PX" + WORKED_EXAMPLE[2:],  # wrong magic
+        b"PM\x05" + WORKED_EXAMPLE[3:],  # unknown kind: refused, not passed on
+        b"PM\x00" + WORKED_EXAMPLE[3:],  # kind 0 is not a kind either
         pack(Kind.IMAGE, 0, 1, 0)[:19],  # image kind without its two mime-length bytes
         pack(Kind.IMAGE, 0, 1, 0, 0, b"", "image/png")[:25],  # mime cut short
         pack(Kind.IMAGE, 0, 1, 0)[:18] + b"\x00\x02\xc3\xa9",  # mime that is not ASCII

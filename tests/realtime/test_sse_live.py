@@ -64,7 +64,7 @@ def test_sse_broadcast_reaches_subscribers_on_both_workers_once_each(live: Serve
     clients = [c for group in by_pid.values() for c in group]
     try:
         # One keep-alive connection, so one worker publishes: the bus keeps each publisher's
-        # order (DESIGN §3), not an order across publishers on different workers.
+        # order, not an order across publishers on different workers.
         with requests.Session() as publisher:
             for n in range(3):
                 posted = publisher.post(

@@ -56,7 +56,7 @@ def _cpu_seconds(pid: int) -> float:
 def test_worker_out_of_file_descriptors_pauses_accepting_instead_of_spinning(
     serve: Launcher,
 ) -> None:
-    # SPEC §5 item 5: accept() failing with EMFILE on a level-triggered listener busy-looped.
+    # accept() failing with EMFILE must pause accepting, not busy-loop a level-triggered listener.
     server = serve("tests.support.apps.basic:server")
     (worker,) = server.workers()
     resource.prlimit(worker, resource.RLIMIT_NOFILE, (48, 48))

@@ -1,5 +1,5 @@
 """Connection reuse over real sockets: keep-alive, pipelining, Expect: 100-continue, half-close,
-handler errors (SPEC §1.2 "Keep-alive, pipelining, Expect", SPEC §5 item 2)."""
+handler errors; a client that half-closes still gets every response it asked for."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every parser refusal over a real socket: right status, `Connection: close`, the socket is
-closed after the answer, and the same worker keeps serving (SPEC §1.2 table, DESIGN §5)."""
+closed after the answer, and the same worker keeps serving."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Streamed and file bodies over real sockets: `res.stream()` is chunked and flushed as
-produced (SPEC §5 item 6 fixed), `res.send_file()` goes out intact with sendfile."""
+produced rather than buffered whole, `res.send_file()` goes out intact with sendfile."""
 
 from __future__ import annotations
 

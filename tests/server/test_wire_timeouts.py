@@ -1,4 +1,5 @@
-"""Phase deadlines over real sockets (SPEC §5 item 3 fixed): the app under test runs with
+"""Phase deadlines over real sockets, counted for the whole phase rather than reset by every
+byte that arrives (so a slow trickle cannot hold a connection): the app under test runs with
 header_timeout=1, body_timeout=1, idle_timeout=2, request_timeout=1; the sweeper ticks every
 0.25 s, so each deadline is checked with about half a second of slack either way."""
 

@@ -1,4 +1,4 @@
-"""cache.TtlCache: TTL rules, lazy expiry, JSON helpers, injectable clock and store (§1.19)."""
+"""cache.TtlCache: TTL rules, lazy expiry, JSON helpers, injectable clock and store."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Sessions, SPEC §1.11 behaviour by behaviour, with the fixes of SPEC §5 items 20-21."""
+"""Sessions behaviour by behaviour: store, cookie and JWT strategies, where destroy() and
+regenerate() revoke the old JWT, changes made before an error are kept, and concurrent saves
+merge."""
 
 from __future__ import annotations
 

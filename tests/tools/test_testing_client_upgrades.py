@@ -1,4 +1,4 @@
-"""`TestClient.websocket()` and `TestClient.sse()`: Pulse and SSE in-process (DESIGN §4)."""
+"""`TestClient.websocket()` and `TestClient.sse()`: Pulse and SSE in-process."""
 
 from __future__ import annotations
 
