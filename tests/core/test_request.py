@@ -222,5 +222,3 @@ def test_header_lookups_by_any_case_after_a_lower_case_miss(make_request) -> Non
     present = make_request("GET", "/", [("X-Late", "v")])
     assert present.header("x-late") == "v" and present.header("X-LATE") == "v"
     assert absent.header("X-Late") == ""
-
-

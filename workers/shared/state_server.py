@@ -131,7 +131,6 @@ class StateServer:
 
     # -- main thread -------------------------------------------------------------------------
 
-
     def after_fork_in_child(self) -> None:
         """In a forked child: keep only the rings made for it, and never run the thread."""
         keep = self._forking
@@ -147,6 +146,7 @@ class StateServer:
             self._epoll.close()
             os.close(self._control)
             self._control = -1
+
     def start(self) -> None:
         """Start the server thread (before the first fork)."""
         if self._thread is not None:
