@@ -52,6 +52,13 @@ class TakeResult(NamedTuple):
 take_result: Any = tuple.__new__
 
 
+def token_wait(tokens: float, refill_per_second: float) -> float:
+    """Seconds until a bucket holding `tokens` has a whole one: 0.0 now, inf if it never refills."""
+    if tokens >= 1.0:
+        return 0.0
+    return (1.0 - tokens) / refill_per_second if refill_per_second > 0 else math.inf
+
+
 class StoreFull(ValueError):
     """The store is at capacity and holds nothing it may evict (only values without a TTL)."""
 
@@ -161,12 +168,7 @@ class KeyValueStore:
             bucket[2] = now + missing / refill_per_second if refill_per_second > 0 else math.inf
         self._age(_BUCKET_KEY + key, bucket[2])
         self._maybe_sweep(now)
-        if tokens >= 1.0:
-            wait = 0.0
-        elif refill_per_second > 0:
-            wait = (1.0 - tokens) / refill_per_second
-        else:
-            wait = math.inf
+        wait = token_wait(tokens, refill_per_second)
         result: TakeResult = take_result(TakeResult, (allowed, tokens, wait))
         return result
 

@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from workers.shared.kvstore import TakeResult, take_result
+from workers.shared.kvstore import TakeResult, take_result, token_wait
 from workers.shared.link import StateError
 from workers.shared.table import Entry, Place, SharedTable, Stored
 from workers.shared.table_upkeep import remove_where, select
@@ -243,12 +243,7 @@ class TableStore:
                     table.remove(place, found)
                 result = self.overflow.take(key, capacity, refill_per_second, now)
                 return result
-        if tokens >= 1.0:
-            wait = 0.0
-        elif refill_per_second > 0:
-            wait = (1.0 - tokens) / refill_per_second
-        else:
-            wait = math.inf
+        wait = token_wait(tokens, refill_per_second)
         taken: TakeResult = take_result(TakeResult, (allowed, tokens, wait))
         return taken
 

@@ -43,6 +43,7 @@ from socketify.state.redis.client import (
     glob_escape,
 )
 from socketify.state.stores import TakeResult
+from workers.shared.kvstore import token_wait
 
 __all__ = ["RedisStore"]
 
@@ -211,12 +212,7 @@ class RedisStore:
             args=[repr(float(capacity)), repr(float(refill_per_second))],
         )
         tokens = float(text)
-        if tokens >= 1.0:
-            wait = 0.0
-        elif refill_per_second > 0:
-            wait = (1.0 - tokens) / refill_per_second
-        else:
-            wait = math.inf
+        wait = token_wait(tokens, refill_per_second)
         return TakeResult(bool(allowed), tokens, wait)
 
     def clear_prefix(self, prefix: str) -> int:
