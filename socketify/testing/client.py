@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from socketify.core.application import Application
     from socketify.testing.realtime import EventStreamSession, WebSocketSession
 
-__all__ = ["LiveServer", "TestClient", "TestResponse"]
+__all__ = ["LiveServer", "TestClient", "TestResponse", "logs_startup"]
 
 _STARTED = re.compile(r"Socketify \S+ listening on ")  # logged once every worker is ready
 
@@ -293,7 +293,7 @@ class LiveServer:
             *self.args,
         ]
         self.process = subprocess.Popen(command, cwd=self.cwd, env=self.env, stderr=self._stderr)
-        quiet = not _logs_startup_to_stderr(self.args)
+        quiet = not logs_startup(self.args)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -337,8 +337,11 @@ class LiveServer:
         self.stop()
 
 
-def _logs_startup_to_stderr(args: Sequence[str]) -> bool:
-    """Whether `socketify run ARGS` writes its startup line to stderr."""
+def logs_startup(args: Sequence[str]) -> bool:
+    """Whether `socketify run` with the options `args` writes its startup line to stderr.
+
+    It does unless the error log goes to a file or the log level is above info.
+    """
     level = "info"
     for arg, following in zip(args, [*args[1:], ""], strict=False):
         if arg == "--error-log" or arg.startswith("--error-log="):

@@ -34,6 +34,7 @@ from types import TracebackType
 
 import pytest
 
+from socketify.testing.client import logs_startup
 from tests.support.ports import free_port
 from tests.support.processes import child_pids, group_pids
 from tests.support.raw_client import Address, get
@@ -92,17 +93,7 @@ def run_cli(
 
 def announces_start(args: Sequence[str]) -> bool:
     """Whether `socketify ARGS` prints its `listening on` line to its own stderr."""
-    if not args or args[0] != "run":
-        return False
-    level = "info"
-    for arg, following in zip(args, [*args[1:], ""], strict=False):
-        if arg == "--error-log" or arg.startswith("--error-log="):
-            return False
-        if arg == "--log-level":
-            level = following
-        elif arg.startswith("--log-level="):
-            level = arg.partition("=")[2]
-    return level.lower() in ("debug", "info")
+    return bool(args) and args[0] == "run" and logs_startup(args)
 
 
 class ServerProcess:
