@@ -67,6 +67,7 @@ LOWER_HEADER_NAMES = {
         "Last-Modified", "Content-Encoding", "Content-Disposition", "Content-Range",
         "Accept-Ranges", "Access-Control-Allow-Origin", "X-Request-Id", "Set-Cookie",
         "Connection", "Date", "Server", "Content-Length", "Transfer-Encoding",
+        "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After",
     )
 }  # fmt: skip
 
