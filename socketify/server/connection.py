@@ -303,8 +303,13 @@ class Connection:
             if unread is not None:
                 keep_alive = keep_alive and unread is Unread.DRAIN
         if res.upgrade is not None:
+            # What is left of the body would be read as the new protocol's bytes: it is
+            # dropped first, and a body too large to drop refuses the switch.
+            if unread is Unread.CLOSE:
+                self._out.append(http.refuse(400, "Request body too large for a protocol switch"))
+                return self._end_connection(body)
             if unread is Unread.DRAIN:
-                self._drain(body)  # what is left would be read as the new protocol's bytes
+                self._drain(body)
             self._flush()
             for part in response_parts(http, head, res, keep_alive=False):
                 assert isinstance(part, bytes)

@@ -123,6 +123,25 @@ def test_pulse_refused_upgrades_get_an_http_answer(
         assert "Sec-WebSocket-Version: 13" in head
 
 
+def test_an_upgrade_whose_body_cannot_be_dropped_is_refused_not_switched(
+    live: ServerProcess,
+) -> None:
+    # Unread body bytes would otherwise be taken for WebSocket frames after the switch.
+    request = (
+        "GET /echo HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        f"Content-Length: {8 << 20}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", live.port), timeout=5) as sock:
+        sock.sendall(request.encode() + b"\x81\x85" + bytes(9))  # a frame-like start of body
+        head = sock.recv(65536).decode("latin-1")
+    assert head.startswith("HTTP/1.1 400 "), head
+    assert "Connection: close" in head
+    with _ws(live, "/echo") as ws:  # the worker serves on
+        ws.send("still here")
+        assert ws.recv(timeout=5) == "still here"
+
+
 def test_server_ws_shorthand_calls_open_and_message(live: ServerProcess) -> None:
     with _ws(live, "/ws") as ws:
         assert ws.recv(timeout=5) == "welcome"
