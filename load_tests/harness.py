@@ -253,7 +253,12 @@ def _content_length(head: bytes) -> int:
 
 
 def _prepend_path(existing: str | None) -> str:
-    return os.pathsep.join([str(REPO_ROOT), *([existing] if existing else [])])
+    # A PYTHONPATH that already names this tree keeps its order: another tree listed before it
+    # (a colleague's socketify, say) is the one the server imports.
+    entries = existing.split(os.pathsep) if existing else []
+    if str(REPO_ROOT) in entries:
+        return existing or ""
+    return os.pathsep.join([str(REPO_ROOT), *entries])
 
 
 def _nofile_setter(nofile: int | None) -> Callable[[], None] | None:
