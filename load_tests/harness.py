@@ -107,8 +107,7 @@ def serve(
     name: str, argv: Sequence[str], port: int, *, nofile: int | None = None
 ) -> Iterator[RunningServer]:
     """Run argv from the repository root until the block exits; nofile raises RLIMIT_NOFILE."""
-    env = {**os.environ, "PYTHONPATH": _prepend_path(os.environ.get("PYTHONPATH"))}
-    env["PYTHONUNBUFFERED"] = "1"
+    env = {**server_env(), "PYTHONUNBUFFERED": "1"}
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
             list(argv),
@@ -126,6 +125,11 @@ def serve(
             yield server
         finally:
             stop(process)
+
+
+def server_env() -> dict[str, str]:
+    """The environment servers run with: this one, with this tree on PYTHONPATH."""
+    return {**os.environ, "PYTHONPATH": _prepend_path(os.environ.get("PYTHONPATH"))}
 
 
 def exit_on_sigterm() -> None:
