@@ -60,6 +60,8 @@ from load_tests.harness import (
     SERVER_CPU,
     WRK_CPU,
     ServerFailedToStart,
+    child_pids,
+    cpu_seconds,
     exit_on_sigterm,
     free_port,
     pinned,
@@ -113,6 +115,8 @@ class Sample:
     rate: float
     problem: str | None
     result: dict[str, object]
+    responses: int = 0  # over the whole run, h2load's warm-up too: what the CPU time covers
+    cpu_us: float | None = None  # server CPU time per response
 
 
 @dataclass
@@ -123,12 +127,12 @@ class Outcome:
     unavailable: str | None = None
     samples: list[Sample] = field(default_factory=list)
 
-    def clean_rate(self, round_index: int) -> float | None:
-        """The rate of that round when it was a clean run."""
+    def clean(self, round_index: int) -> Sample | None:
+        """That round's sample when it was a clean run."""
         if self.unavailable or round_index >= len(self.samples):
             return None
         sample = self.samples[round_index]
-        return None if sample.problem else sample.rate
+        return None if sample.problem else sample
 
 
 @dataclass(frozen=True)
@@ -166,14 +170,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         bodies = {"/ping": PING_BODY, "/file.bin": data}
         print(_describe(args, servers))
         with contextlib.ExitStack() as stack:
-            outcomes = _start(stack, servers, targets)
+            outcomes, pids = _start(stack, servers, targets)
             for outcome in outcomes:
                 if not outcome.unavailable:
                     server = servers[outcome.target.server]
                     outcome.unavailable = _check(outcome.target, server, bodies)
                 if outcome.unavailable:
                     print(f"  {outcome.target.label}: NOT MEASURED: {outcome.unavailable}")
-            _rounds(args, servers, outcomes)
+            _rounds(args, servers, pids, outcomes)
     verdicts = [_verdict(bar, outcomes, args.rounds) for bar in BARS]
     print()
     print(_table(outcomes, args.rounds))
@@ -261,15 +265,22 @@ def _socketify_location() -> str:
 
 def _start(
     stack: contextlib.ExitStack, servers: dict[str, Server], targets: list[Target]
-) -> list[Outcome]:
-    """Start every server (each polled on plain GET /ping); a failed start marks its targets."""
+) -> tuple[list[Outcome], dict[str, list[int]]]:
+    """Start every server (each polled on plain GET /ping); a failed start marks its targets.
+
+    Also returns each server's processes whose CPU time is counted: the master's children (the
+    worker; Hypercorn's also has an idle resource tracker), or the process itself.
+    """
     failures: dict[str, str] = {}
+    pids: dict[str, list[int]] = {}
     for server in servers.values():
         try:
-            stack.enter_context(serve(server.name, server.argv, server.port))
+            running = stack.enter_context(serve(server.name, server.argv, server.port))
         except ServerFailedToStart as error:
             failures[server.name] = f"the server did not start: {error}"
-    return [Outcome(target, failures.get(target.server)) for target in targets]
+            continue
+        pids[server.name] = child_pids(running.pid) or [running.pid]
+    return [Outcome(target, failures.get(target.server)) for target in targets], pids
 
 
 def _check(target: Target, server: Server, bodies: dict[str, bytes]) -> str | None:
@@ -325,7 +336,12 @@ def h2_refusal(port: int, *, tls: bool) -> str | None:
     return None
 
 
-def _rounds(args: argparse.Namespace, servers: dict[str, Server], outcomes: list[Outcome]) -> None:
+def _rounds(
+    args: argparse.Namespace,
+    servers: dict[str, Server],
+    pids: dict[str, list[int]],
+    outcomes: list[Outcome],
+) -> None:
     live = [o for o in outcomes if not o.unavailable]
     for outcome in live:  # warm-up, not recorded
         _load(outcome.target, servers, args, duration=1, warmup=0)
@@ -333,10 +349,19 @@ def _rounds(args: argparse.Namespace, servers: dict[str, Server], outcomes: list
         print(f"round {index + 1}:", flush=True)
         shift = index % len(live) if live else 0
         for outcome in live[shift:] + live[:shift]:
-            sample = _load(outcome.target, servers, args, args.duration, args.warmup)
+            target = outcome.target
+            before = _cpu(pids[target.server])
+            sample = _load(target, servers, args, args.duration, args.warmup)
+            if sample.responses:
+                sample.cpu_us = 1e6 * (_cpu(pids[target.server]) - before) / sample.responses
             outcome.samples.append(sample)
+            cost = f"{sample.cpu_us:8.1f} us CPU/req" if sample.cpu_us else ""
             note = f"  !! {sample.problem}" if sample.problem else ""
-            print(f"  {outcome.target.label:58} {sample.rate:>10,.0f} req/s{note}", flush=True)
+            print(f"  {target.label:58} {sample.rate:>10,.0f} req/s {cost}{note}", flush=True)
+
+
+def _cpu(pids: list[int]) -> float:
+    return sum(cpu_seconds(pid) for pid in pids)
 
 
 def _load(
@@ -353,13 +378,14 @@ def _load(
             problem = None
             if wrk.non_2xx or wrk.socket_errors.total:
                 problem = f"{wrk.non_2xx} non-2xx/3xx, socket errors {wrk.socket_errors}"
-            return Sample(wrk.requests_per_sec, problem, asdict(wrk))
+            return Sample(wrk.requests_per_sec, problem, asdict(wrk), wrk.requests)
         run = H2loadRun(args.connections, target.streams, duration, warmup, cpu=WRK_CPU)
         h2 = run.run(url)
         problem = h2.problem
         if h2.protocol != target.transport and not problem:
             problem = f"negotiated {h2.protocol}, not {target.transport}"
-        return Sample(h2.requests_per_sec, problem, asdict(h2))
+        responses = h2.status_2xx + h2.status_3xx + h2.status_4xx + h2.status_5xx
+        return Sample(h2.requests_per_sec, problem, asdict(h2), responses)
     except (WrkFailed, H2loadFailed) as error:
         return Sample(0.0, str(error), {})
 
@@ -367,11 +393,14 @@ def _load(
 def _verdict(bar: Bar, outcomes: list[Outcome], rounds: int) -> dict[str, object]:
     by_key = {o.target.key: o for o in outcomes}
     top, bottom = by_key[bar.numerator], by_key[bar.denominator]
-    ratios = []
+    ratios, cpu_ratios = [], []
     for index in range(rounds):
-        a, b = top.clean_rate(index), bottom.clean_rate(index)
-        if a is not None and b:
-            ratios.append(a / b)
+        a, b = top.clean(index), bottom.clean(index)
+        if a is None or b is None or not b.rate:
+            continue
+        ratios.append(a.rate / b.rate)
+        if a.cpu_us and b.cpu_us:  # oriented like the rates: their cost over ours
+            cpu_ratios.append(b.cpu_us / a.cpu_us)
     median = statistics.median(ratios) if ratios else None
     if median is None:
         reasons = [
@@ -389,6 +418,8 @@ def _verdict(bar: Bar, outcomes: list[Outcome], rounds: int) -> dict[str, object
         "least": bar.least,
         "ratios": ratios,
         "median": median,
+        "cpu_ratios": cpu_ratios,
+        "cpu_median": statistics.median(cpu_ratios) if cpu_ratios else None,
         "verdict": verdict,
     }
 
@@ -412,11 +443,19 @@ def _table(outcomes: list[Outcome], rounds: int) -> str:
 
 
 def _bar_table(verdicts: list[dict[str, object]]) -> str:
-    lines = [f"{'bar':46} {'median':>7} {'least':>6}  {'rounds':22} verdict"]
+    lines = [f"{'bar':46} {'median':>7} {'least':>6}  {'rounds':22} {'by CPU':>7}  verdict"]
     for v in verdicts:
         median = f"{v['median']:.2f}x" if v["median"] is not None else "—"
+        by_cpu = f"{v['cpu_median']:.2f}x" if v["cpu_median"] is not None else "—"
         ratios = " ".join(f"{r:.2f}" for r in v["ratios"])
-        lines.append(f"{v['bar']:46} {median:>7} {v['least']:>5.2f}x  {ratios:22} {v['verdict']}")
+        lines.append(
+            f"{v['bar']:46} {median:>7} {v['least']:>5.2f}x  {ratios:22} {by_cpu:>7}  "
+            f"{v['verdict']}"
+        )
+    lines.append(
+        "median: of the per-round req/s ratios; by CPU: the same ratio from server CPU time per "
+        "response (steadier on a busy machine)"
+    )
     return "\n".join(lines)
 
 
