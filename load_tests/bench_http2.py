@@ -21,7 +21,10 @@ Each round loads every target once, the load generator pinned with `taskset -c 0
 servers cost nothing, so noise on the shared machine hits both sides of each ratio alike. A run
 with failed, errored or timed-out requests or non-2xx answers is printed with its counts and
 left out of the medians; a ratio needs a clean run on both sides in the same round. The median
-ratio over the rounds is read against each bar. The table and a JSON record
+ratio over the rounds is read against each bar. Beside each rate goes the server's CPU time per
+response (its processes' /proc times over the run, h2load's warm-up included, divided by the
+responses in it); the same ratios from those costs move much less when the shared machine takes
+turns on the server's core. The table and a JSON record
 (load_tests/results/http2-<timestamp>.json) carry every round.
 
 To measure another tree's socketify (a branch under work), put it first on PYTHONPATH and this
