@@ -11,9 +11,9 @@ with one worker and two binds, `http://` (HTTP/1.1 and h2c by prior knowledge) a
 (a throwaway self-signed certificate from the `openssl` CLI, h2 by ALPN); and Hypercorn (uvloop,
 1 worker) serving the raw ASGI /ping of `apps/asgi_raw.py` on a plain bind, h2c by prior
 knowledge. Before loading anything, every HTTP/2 target is probed: the client preface must be
-answered with a SETTINGS frame (a server without HTTP/2 answers it with an HTTP/1.1 400, which is
-reported as such) and `nghttp` must fetch the exact body. A target that fails its probe is
-reported with the reason and not loaded; the others still run.
+answered with a SETTINGS frame (a server without HTTP/2 answers it with an HTTP/1.1 error
+status, which is reported as such) and `nghttp` must fetch the exact body. A target that fails
+its probe is reported with the reason and not loaded; the others still run.
 
 Each round loads every target once, the load generator pinned with `taskset -c 0` (WRK_CPU):
 `h2load -c 50 -m 10` for /ping over h2 (`-m 1` for the file, the 50 requests in flight of
@@ -21,10 +21,14 @@ Each round loads every target once, the load generator pinned with `taskset -c 0
 servers cost nothing, so noise on the shared machine hits both sides of each ratio alike. A run
 with failed, errored or timed-out requests or non-2xx answers is printed with its counts and
 left out of the medians; a ratio needs a clean run on both sides in the same round. The median
-ratio over the rounds is read against each bar. Beside each rate goes the server's CPU time per
-response (its processes' /proc times over the run, h2load's warm-up included, divided by the
-responses in it); the same ratios from those costs move much less when the shared machine takes
-turns on the server's core. The table and a JSON record
+ratio over the rounds is read against each bar.
+
+Beside each rate goes the server's CPU time per response: its processes' /proc times over the
+run divided by the responses in it. h2load therefore runs without --warm-up-time (it would not
+count the warm-up's responses); one discarded 1 s run of every target before the first round
+warms up instead. The ratios from those costs move much less when the shared machine takes
+turns on the server's core; where wrk, not the server, is the bottleneck (HTTP/1.1 /ping here),
+they differ from the rate ratios, which are what the bars name. The table and a JSON record
 (load_tests/results/http2-<timestamp>.json) carry every round.
 
 To measure another tree's socketify (a branch under work), put it first on PYTHONPATH and this
@@ -59,7 +63,6 @@ from load_tests.h2load import APT_HINT, H2loadFailed, H2loadRun
 from load_tests.harness import (
     HOST,
     LOAD_TESTS,
-    REPO_ROOT,
     SERVER_CPU,
     WRK_CPU,
     ServerFailedToStart,
@@ -118,7 +121,7 @@ class Sample:
     rate: float
     problem: str | None
     result: dict[str, object]
-    responses: int = 0  # over the whole run, h2load's warm-up too: what the CPU time covers
+    responses: int = 0  # over the whole run, which is what the CPU time covers
     cpu_us: float | None = None  # server CPU time per response
 
 
@@ -171,9 +174,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["STATIC_ROOT"] = str(directory)  # inherited by `socketify run`
         servers = _servers(make_certificate(directory, "ec"))
         bodies = {"/ping": PING_BODY, "/file.bin": data}
-        print(_describe(args, servers))
+        location = _socketify_location(directory)
+        print(_describe(args, servers, location))
         with contextlib.ExitStack() as stack:
-            outcomes, pids = _start(stack, servers, targets)
+            outcomes, pids = _start(stack, servers, targets, directory)
             for outcome in outcomes:
                 if not outcome.unavailable:
                     server = servers[outcome.target.server]
@@ -186,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(_table(outcomes, args.rounds))
     print()
     print(_bar_table(verdicts))
-    path = _save(args, servers, outcomes, verdicts)
+    path = _save(args, servers, location, outcomes, verdicts)
     print(f"\nSaved {path}\nResults are noisy: compare ratios within one run.")
     return 0 if all(v["median"] is not None for v in verdicts) else 1
 
@@ -245,20 +249,20 @@ def _servers(certificate: tuple[str, str]) -> dict[str, Server]:
     }
 
 
-def _describe(args: argparse.Namespace, servers: dict[str, Server]) -> str:
+def _describe(args: argparse.Namespace, servers: dict[str, Server], location: str) -> str:
     return (
         f"HTTP/2 bars: {args.rounds} round(s) of {args.duration} s per target "
-        f"(h2load warm-up {args.warmup} s), servers (1 worker each) on CPU {SERVER_CPU}, "
+        f"after a 1 s warm-up of each, servers (1 worker each) on CPU {SERVER_CPU}, "
         f"h2load and wrk on CPU {WRK_CPU}\n"
-        f"ours imports socketify from {_socketify_location()}\n"
+        f"ours imports socketify from {location}\n"
         + "\n".join(f"  {s.name}: {' '.join(s.argv)}" for s in servers.values())
     )
 
 
-def _socketify_location() -> str:
+def _socketify_location(cwd: Path) -> str:
     completed = subprocess.run(
         [sys.executable, "-c", "import socketify; print(socketify.__file__)"],
-        cwd=REPO_ROOT,
+        cwd=cwd,
         env=server_env(),
         capture_output=True,
         text=True,
@@ -267,18 +271,20 @@ def _socketify_location() -> str:
 
 
 def _start(
-    stack: contextlib.ExitStack, servers: dict[str, Server], targets: list[Target]
+    stack: contextlib.ExitStack, servers: dict[str, Server], targets: list[Target], cwd: Path
 ) -> tuple[list[Outcome], dict[str, list[int]]]:
     """Start every server (each polled on plain GET /ping); a failed start marks its targets.
 
-    Also returns each server's processes whose CPU time is counted: the master's children (the
-    worker; Hypercorn's also has an idle resource tracker), or the process itself.
+    The servers run in cwd, not in this tree: `python -m` would put this tree's socketify first
+    on sys.path whatever PYTHONPATH says. Also returns each server's processes whose CPU time is
+    counted: the master's children (the worker; Hypercorn's also has an idle resource tracker),
+    or the process itself.
     """
     failures: dict[str, str] = {}
     pids: dict[str, list[int]] = {}
     for server in servers.values():
         try:
-            running = stack.enter_context(serve(server.name, server.argv, server.port))
+            running = stack.enter_context(serve(server.name, server.argv, server.port, cwd=cwd))
         except ServerFailedToStart as error:
             failures[server.name] = f"the server did not start: {error}"
             continue
@@ -347,14 +353,14 @@ def _rounds(
 ) -> None:
     live = [o for o in outcomes if not o.unavailable]
     for outcome in live:  # warm-up, not recorded
-        _load(outcome.target, servers, args, duration=1, warmup=0)
+        _load(outcome.target, servers, args, duration=1)
     for index in range(args.rounds):
         print(f"round {index + 1}:", flush=True)
         shift = index % len(live) if live else 0
         for outcome in live[shift:] + live[:shift]:
             target = outcome.target
             before = _cpu(pids[target.server])
-            sample = _load(target, servers, args, args.duration, args.warmup)
+            sample = _load(target, servers, args, args.duration)
             if sample.responses:
                 sample.cpu_us = 1e6 * (_cpu(pids[target.server]) - before) / sample.responses
             outcome.samples.append(sample)
@@ -372,7 +378,6 @@ def _load(
     servers: dict[str, Server],
     args: argparse.Namespace,
     duration: int,
-    warmup: int,
 ) -> Sample:
     url = target.url(servers[target.server])
     try:
@@ -382,13 +387,12 @@ def _load(
             if wrk.non_2xx or wrk.socket_errors.total:
                 problem = f"{wrk.non_2xx} non-2xx/3xx, socket errors {wrk.socket_errors}"
             return Sample(wrk.requests_per_sec, problem, asdict(wrk), wrk.requests)
-        run = H2loadRun(args.connections, target.streams, duration, warmup, cpu=WRK_CPU)
+        run = H2loadRun(args.connections, target.streams, duration, warmup=0, cpu=WRK_CPU)
         h2 = run.run(url)
         problem = h2.problem
         if h2.protocol != target.transport and not problem:
             problem = f"negotiated {h2.protocol}, not {target.transport}"
-        responses = h2.status_2xx + h2.status_3xx + h2.status_4xx + h2.status_5xx
-        return Sample(h2.requests_per_sec, problem, asdict(h2), responses)
+        return Sample(h2.requests_per_sec, problem, asdict(h2), h2.done)
     except (WrkFailed, H2loadFailed) as error:
         return Sample(0.0, str(error), {})
 
@@ -465,6 +469,7 @@ def _bar_table(verdicts: list[dict[str, object]]) -> str:
 def _save(
     args: argparse.Namespace,
     servers: dict[str, Server],
+    location: str,
     outcomes: list[Outcome],
     verdicts: list[dict[str, object]],
 ) -> Path:
@@ -474,13 +479,13 @@ def _save(
             "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "rounds": args.rounds,
             "duration_s": args.duration,
-            "h2load_warmup_s": args.warmup,
+            "warmup_s": 1,
             "connections": args.connections,
             "streams": args.streams,
             "static_streams": args.static_streams,
             "file_bytes": FILE_SIZE,
             "pinning": f"servers cpu {SERVER_CPU}, h2load/wrk cpu {WRK_CPU}",
-            "socketify": _socketify_location(),
+            "socketify": location,
             "h2load": _version(["h2load", "--version"]),
             "wrk": _version(["wrk", "-v"]),
             "cpu_cores": os.cpu_count(),
@@ -522,7 +527,6 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     option = parser.add_argument
     option("--rounds", type=_positive, default=3, help="rounds (default 3)")
     option("--duration", type=_positive, default=8, help="seconds per target per round")
-    option("--warmup", type=int, default=1, help="h2load --warm-up-time seconds (default 1)")
     option("--connections", type=_positive, default=50, help="h2load -c and wrk -c (50)")
     option("--streams", type=_positive, default=10, help="h2load -m for /ping (default 10)")
     option("--static-streams", type=_positive, default=1, help="h2load -m for the file (1)")

@@ -104,14 +104,23 @@ def pinned(argv: Sequence[str], cpu: int | None) -> list[str]:
 
 @contextlib.contextmanager
 def serve(
-    name: str, argv: Sequence[str], port: int, *, nofile: int | None = None
+    name: str,
+    argv: Sequence[str],
+    port: int,
+    *,
+    nofile: int | None = None,
+    cwd: Path = REPO_ROOT,
 ) -> Iterator[RunningServer]:
-    """Run argv from the repository root until the block exits; nofile raises RLIMIT_NOFILE."""
+    """Run argv (from the repository root by default) until the block exits.
+
+    nofile raises RLIMIT_NOFILE. `python -m` puts its working directory first on sys.path, so a
+    caller that wants PYTHONPATH's order to decide which socketify runs passes another cwd.
+    """
     env = {**server_env(), "PYTHONUNBUFFERED": "1"}
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
             list(argv),
-            cwd=REPO_ROOT,
+            cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=log,
