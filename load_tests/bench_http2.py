@@ -175,7 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         servers = _servers(make_certificate(directory, "ec"))
         bodies = {"/ping": PING_BODY, "/file.bin": data}
         location = _socketify_location(directory)
-        print(_describe(args, servers, location))
+        commit = _commit(Path(location).parent)  # at the start: the tree may move on meanwhile
+        print(_describe(args, servers, f"{location} (commit {commit})"))
         with contextlib.ExitStack() as stack:
             outcomes, pids = _start(stack, servers, targets, directory)
             for outcome in outcomes:
@@ -190,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(_table(outcomes, args.rounds))
     print()
     print(_bar_table(verdicts))
-    path = _save(args, servers, location, outcomes, verdicts)
+    path = _save(args, servers, location, commit, outcomes, verdicts)
     print(f"\nSaved {path}\nResults are noisy: compare ratios within one run.")
     return 0 if all(v["median"] is not None for v in verdicts) else 1
 
@@ -470,6 +471,7 @@ def _save(
     args: argparse.Namespace,
     servers: dict[str, Server],
     location: str,
+    commit: str | None,
     outcomes: list[Outcome],
     verdicts: list[dict[str, object]],
 ) -> Path:
@@ -486,6 +488,7 @@ def _save(
             "file_bytes": FILE_SIZE,
             "pinning": f"servers cpu {SERVER_CPU}, h2load/wrk cpu {WRK_CPU}",
             "socketify": location,
+            "socketify_commit": commit,
             "h2load": _version(["h2load", "--version"]),
             "wrk": _version(["wrk", "-v"]),
             "cpu_cores": os.cpu_count(),
@@ -508,6 +511,16 @@ def _save(
     path = args.results_dir / f"http2-{datetime.datetime.now():%Y%m%d-%H%M%S}.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
     return path
+
+
+def _commit(directory: Path) -> str | None:
+    """The commit of the tree that socketify came from, "+dirty" when it has changes."""
+    git = ["git", "-C", str(directory)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        return None
+    status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True)
+    return head.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
 
 
 def _version(argv: list[str]) -> str:
