@@ -451,14 +451,15 @@ def _table(outcomes: list[Outcome], rounds: int) -> str:
 
 
 def _bar_table(verdicts: list[dict[str, object]]) -> str:
-    lines = [f"{'bar':46} {'median':>7} {'least':>6}  {'rounds':22} {'by CPU':>7}  verdict"]
+    ratios = {str(v["bar"]): " ".join(f"{r:.2f}" for r in v["ratios"]) for v in verdicts}
+    width = max(6, *map(len, ratios.values()))
+    lines = [f"{'bar':46} {'median':>7} {'least':>6}  {'rounds':{width}} {'by CPU':>7}  verdict"]
     for v in verdicts:
         median = f"{v['median']:.2f}x" if v["median"] is not None else "—"
         by_cpu = f"{v['cpu_median']:.2f}x" if v["cpu_median"] is not None else "—"
-        ratios = " ".join(f"{r:.2f}" for r in v["ratios"])
         lines.append(
-            f"{v['bar']:46} {median:>7} {v['least']:>5.2f}x  {ratios:22} {by_cpu:>7}  "
-            f"{v['verdict']}"
+            f"{v['bar']:46} {median:>7} {v['least']:>5.2f}x  {ratios[str(v['bar'])]:{width}} "
+            f"{by_cpu:>7}  {v['verdict']}"
         )
     lines.append(
         "median: of the per-round req/s ratios; by CPU: the same ratio from server CPU time per "
