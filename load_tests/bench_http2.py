@@ -4,7 +4,7 @@ against h2c, and a 1 MiB static file over h2c against our HTTP/1.1 sendfile.
     python load_tests/bench_http2.py [--rounds 3] [--duration 8] [--connections 50]
                                      [--streams 10] [--static-streams 1] [--setup]
 
-Theory of operation: four servers start once, each in its own process group, pinned with
+Theory of operation: three servers start once, each in its own process group, pinned with
 `taskset -c 1` (SERVER_CPU): ours twice, `load_tests.apps.ping:server` and
 `load_tests.apps.static_site:server` (1 MiB of random bytes in a temporary STATIC_ROOT), each
 with one worker and two binds, `http://` (HTTP/1.1 and h2c by prior knowledge) and `https://`
