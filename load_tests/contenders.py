@@ -21,8 +21,8 @@ VENV_BIN = VENV / "bin"
 # gunicorn's gevent worker imports packaging without declaring it (gunicorn 27).
 PEER_PACKAGES = (
     "uvicorn[standard]", "httptools", "uvloop", "gunicorn", "packaging", "gevent", "flask",
+    "hypercorn",
 )  # fmt: skip
-PEER_MODULES = ("uvicorn", "httptools", "uvloop", "gunicorn.workers.ggevent", "gevent", "flask")
 OURS = "socketify"
 
 
@@ -33,6 +33,7 @@ class Contender:
     name: str
     description: str
     command: Callable[[int, int], list[str]]  # (port, workers) -> argv
+    modules: tuple[str, ...] = ()  # what it imports from the peers' virtualenv
 
     @property
     def is_peer(self) -> bool:
@@ -65,6 +66,14 @@ def _gunicorn_gevent(app: str) -> Callable[[int, int], list[str]]:
     return command
 
 
+def _hypercorn(port: int, workers: int) -> list[str]:
+    return [
+        str(VENV_BIN / "hypercorn"), "load_tests.apps.asgi_raw:app",
+        "--bind", f"{HOST}:{port}", "--workers", str(workers), "--worker-class", "uvloop",
+        "--log-level", "warning",
+    ]  # fmt: skip
+
+
 def _gevent_ceiling(port: int, workers: int) -> list[str]:
     module = "load_tests.apps.gevent_ceiling"
     return [
@@ -77,33 +86,47 @@ CONTENDERS = {
     contender.name: contender
     for contender in (
         Contender(OURS, "ours: socketify run load_tests.apps.ping:server", _socketify),
-        Contender("uvicorn-asgi", "uvicorn + httptools + uvloop, raw ASGI app", _uvicorn),
+        Contender(
+            "uvicorn-asgi",
+            "uvicorn + httptools + uvloop, raw ASGI app",
+            _uvicorn,
+            ("uvicorn", "httptools", "uvloop"),
+        ),
         Contender(
             "gunicorn-gevent-wsgi",
             "gunicorn -k gevent, raw WSGI app",
             _gunicorn_gevent("load_tests.apps.wsgi_raw:app"),
+            ("gunicorn.workers.ggevent", "gevent"),
         ),
         Contender(
             "gunicorn-gevent-flask",
             "gunicorn -k gevent, Flask app",
             _gunicorn_gevent("load_tests.apps.flask_ping:app"),
+            ("gunicorn.workers.ggevent", "gevent", "flask"),
         ),
         Contender(
             "gevent-ceiling",
             "gevent StreamServer, fixed response, no parser",
             _gevent_ceiling,
+            ("gevent",),
+        ),
+        Contender(
+            "hypercorn-asgi",
+            "hypercorn + uvloop, raw ASGI app (HTTP/1.1, and h2c by prior knowledge)",
+            _hypercorn,
+            ("hypercorn", "h2", "uvloop"),
         ),
     )
 }
 
 
-def peers_missing() -> str | None:
-    """Why the peers' virtualenv cannot run the peers, or None when it can."""
+def peers_missing(modules: Iterable[str]) -> str | None:
+    """Why the peers' virtualenv cannot import these modules, or None when it can."""
     python = VENV_BIN / "python"
     if not python.exists():
         return f"{VENV} does not exist"
     check = subprocess.run(
-        [str(python), "-c", f"import {', '.join(PEER_MODULES)}"],
+        [str(python), "-c", f"import {', '.join(sorted(set(modules)))}"],
         capture_output=True,
         text=True,
     )
@@ -117,7 +140,8 @@ def ensure_peers(contenders: Iterable[Contender], *, setup: bool) -> str | None:
 
     Without setup nothing is installed: the answer explains what --setup would install and why.
     """
-    if not any(c.is_peer for c in contenders) or not (missing := peers_missing()):
+    peers = [c for c in contenders if c.is_peer]
+    if not peers or not (missing := peers_missing(m for c in peers for m in c.modules)):
         return None
     if not setup:
         return (

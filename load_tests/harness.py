@@ -104,15 +104,23 @@ def pinned(argv: Sequence[str], cpu: int | None) -> list[str]:
 
 @contextlib.contextmanager
 def serve(
-    name: str, argv: Sequence[str], port: int, *, nofile: int | None = None
+    name: str,
+    argv: Sequence[str],
+    port: int,
+    *,
+    nofile: int | None = None,
+    cwd: Path = REPO_ROOT,
 ) -> Iterator[RunningServer]:
-    """Run argv from the repository root until the block exits; nofile raises RLIMIT_NOFILE."""
-    env = {**os.environ, "PYTHONPATH": _prepend_path(os.environ.get("PYTHONPATH"))}
-    env["PYTHONUNBUFFERED"] = "1"
+    """Run argv (from the repository root by default) until the block exits.
+
+    nofile raises RLIMIT_NOFILE. `python -m` puts its working directory first on sys.path, so a
+    caller that wants PYTHONPATH's order to decide which socketify runs passes another cwd.
+    """
+    env = {**server_env(), "PYTHONUNBUFFERED": "1"}
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
             list(argv),
-            cwd=REPO_ROOT,
+            cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -126,6 +134,11 @@ def serve(
             yield server
         finally:
             stop(process)
+
+
+def server_env() -> dict[str, str]:
+    """The environment servers run with: this one, with this tree on PYTHONPATH."""
+    return {**os.environ, "PYTHONPATH": _prepend_path(os.environ.get("PYTHONPATH"))}
 
 
 def exit_on_sigterm() -> None:
@@ -253,7 +266,12 @@ def _content_length(head: bytes) -> int:
 
 
 def _prepend_path(existing: str | None) -> str:
-    return os.pathsep.join([str(REPO_ROOT), *([existing] if existing else [])])
+    # A PYTHONPATH that already names this tree keeps its order: another tree listed before it
+    # (a colleague's socketify, say) is the one the server imports.
+    entries = existing.split(os.pathsep) if existing else []
+    if str(REPO_ROOT) in entries:
+        return existing or ""
+    return os.pathsep.join([str(REPO_ROOT), *entries])
 
 
 def _nofile_setter(nofile: int | None) -> Callable[[], None] | None:
