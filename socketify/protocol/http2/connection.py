@@ -255,7 +255,7 @@ class Http2ServerConnection:
         except (h2.exceptions.StreamClosedError, h2.exceptions.NoSuchStreamError):
             raise StreamClosed(stream_id) from None
 
-    def send_data(self, stream_id: int, data: bytes, end_stream: bool = False) -> int:
+    def send_data(self, stream_id: int, data: bytes | memoryview, end_stream: bool = False) -> int:
         """Queue as much of `data` as flow control allows now; returns how much that was.
 
         END_STREAM goes with the last byte, and only once all of `data` was taken.
@@ -306,10 +306,12 @@ class Http2ServerConnection:
         except (h2.exceptions.StreamClosedError, h2.exceptions.NoSuchStreamError):
             pass
 
-    def finished(self, stream_id: int) -> None:
-        """The owner is done with a stream; a client still sending its body is told to stop."""
+    def finished(self, stream_id: int, drain: bool = False) -> None:
+        """The owner is done with a stream; a client still sending its body is told to stop,
+        unless `drain`: the rest is then taken (and dropped) as it comes, a cheaper end than
+        a reset for a short rest, and one that every client handles."""
         self._active.discard(stream_id)
-        if stream_id in self._receiving:
+        if stream_id in self._receiving and not drain:
             # The answer is complete, so the rest of the request is not wanted: NO_ERROR.
             self.reset(stream_id, NO_ERROR)
 
