@@ -70,13 +70,13 @@ class TlsOptions:
 
         `http2`: the server speaks HTTP/2, so ALPN may choose it.
         """
-        context = self._context(self.cert_file, self.key_file)
         protocols = self.protocols(http2)
-        if protocols:
-            context.set_alpn_protocols(list(protocols))
+        context = self._context(self.cert_file, self.key_file, protocols)
         if self.sni:
+            # Each name's context offers ALPN too: OpenSSL asks the one SNI switched to.
             by_host = {
-                host.lower(): self._context(cert, key) for host, (cert, key) in self.sni.items()
+                host.lower(): self._context(cert, key, protocols)
+                for host, (cert, key) in self.sni.items()
             }
 
             def select(sock: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> None:
@@ -87,7 +87,7 @@ class TlsOptions:
             _set_sni_callback(context, select)
         return context
 
-    def _context(self, cert_file: str, key_file: str) -> ssl.SSLContext:
+    def _context(self, cert_file: str, key_file: str, protocols: tuple[str, ...]) -> ssl.SSLContext:
         # Looked up at call time: under gevent this is its patched subclass, whose property
         # setters work (the standard library's refer to the module name that gevent replaced).
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -112,6 +112,8 @@ class TlsOptions:
             except (ssl.SSLError, OSError) as exc:
                 raise TlsError(f"cannot load client CA file {self.ca_file}: {exc}") from None
             context.verify_mode = _CLIENT_AUTH[self.client_auth]
+        if protocols:
+            context.set_alpn_protocols(list(protocols))
         return context
 
 

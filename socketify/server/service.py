@@ -54,6 +54,7 @@ class HttpService:
         *,
         on_request: Callable[[], Any] | None = None,
         tls: TlsOptions | None = None,
+        http2: bool = True,
     ) -> None:
         self.app = app
         self.options: ServerOptions = app.settings
@@ -73,7 +74,8 @@ class HttpService:
         self._drained.set()
         # HTTP/2 when the options ask for it and h2 is installed: ALPN over TLS, the
         # preface on cleartext (the connection checks its first bytes).
-        self.http2 = self.options.http2 and http2_available()
+        # `http2=False` is the command line's `--no-http2`, over the app's own option.
+        self.http2 = http2 and self.options.http2 and http2_available()
         if self.http2:
             # Imported now, not on the first HTTP/2 client (h2 takes a while to import).
             import socketify.server.http2  # noqa: F401
