@@ -220,6 +220,18 @@ def test_rapid_reset_ends_with_enhance_your_calm() -> None:
     assert goaway[0].error_code == ENHANCE_YOUR_CALM
 
 
+def test_a_stream_refused_and_reset_in_one_read_is_counted_not_raised() -> None:
+    pair = Pair(Http2Limits(max_concurrent_streams=1, max_resets_per_second=3))
+    pair.client.remote_settings = h2.settings.Settings(client=False)
+    pair.request(end=False)
+    events: list[object] = []
+    for _ in range(5):
+        sid = pair.request(end=False)
+        pair.client.reset_stream(sid)
+    events += pair.to_server()  # each HEADERS and its RST_STREAM arrive together
+    assert [e.error_code for e in of(ConnectionTerminated, events)] == [ENHANCE_YOUR_CALM]
+
+
 @pytest.mark.parametrize("frame", [PingFrame(0, opaque_data=b"12345678"), SettingsFrame(0)])
 def test_control_frame_flood_ends_with_enhance_your_calm(frame: object) -> None:
     pair = Pair(Http2Limits(max_pings_per_second=20, max_settings_per_second=20))

@@ -185,12 +185,12 @@ class Http2ServerConnection:
         if (last is not None and sid > last) or (
             len(self._active) >= self.limits.max_concurrent_streams
         ):
-            self._h2.reset_stream(sid, REFUSED_STREAM)
+            self.reset(sid, REFUSED_STREAM)  # unless a later frame of this batch reset it
             return
         try:
             head = request_head(event.headers)
         except BadRequest:
-            self._h2.reset_stream(sid, PROTOCOL_ERROR)
+            self.reset(sid, PROTOCOL_ERROR)
             return
         self._active.add(sid)
         ended = event.stream_ended is not None
