@@ -1,7 +1,8 @@
 """The app the HTTP/2 live tests run: the same routes answer HTTP/1.1 and HTTP/2 alike.
 
 `H2_STATIC_ROOT` names the directory `/static/` serves (the test writes it). `server` has
-HTTP/2's defaults; `tight` has small HTTP/2 limits, so each limit is reached in a few frames.
+HTTP/2's defaults; `tight` has small HTTP/2 limits, so each limit is reached in a few frames,
+and a short idle timeout.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def build(server: Server) -> Server:
 server = build(Server(**SHORT))
 tight = build(
     Server(
-        **SHORT,
+        **{**SHORT, "idle_timeout": 1.5},
         max_header_size=4096,
         http2_max_concurrent_streams=10,
         http2_max_resets_per_second=20,

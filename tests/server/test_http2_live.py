@@ -344,6 +344,33 @@ def test_graceful_stop_says_goaway_and_finishes_the_slow_stream(serve: Launcher)
     assert server.wait_exit(10) == 0
 
 
+def test_a_reload_says_goaway_to_an_open_connection_and_new_workers_serve(
+    serve: Launcher,
+) -> None:
+    server = serve(APP)
+    client = RawH2(server.tcp)
+    sid = client.get("/ping")
+    client.read_until(lambda events: any(of(h2.events.StreamEnded, events)))
+    server.signal(signal.SIGHUP)
+    goaway = client.goaway(timeout=10)
+    assert (goaway.error_code, goaway.last_stream_id) == (0, sid)
+    client.close()
+    still_serves(server)
+
+
+def test_an_idle_connection_gets_goaway_and_is_closed(servers: Servers) -> None:
+    client = RawH2(servers.tight.tcp)
+    sid = client.get("/ping")
+    client.read_until(lambda events: any(of(h2.events.StreamEnded, events)))
+    answered = time.monotonic()
+    goaway = client.goaway(timeout=5)
+    assert (goaway.error_code, goaway.last_stream_id) == (0, sid)
+    assert 1.2 < time.monotonic() - answered < 3.5  # idle_timeout is 1.5 s
+    client.read_until(lambda events: False, timeout=2)
+    assert client.closed  # and the socket was closed after it
+    client.close()
+
+
 # -- limits (the `tight` server: 10 streams, 20 resets/pings/settings a second, 4 KiB headers)
 
 
