@@ -98,6 +98,29 @@ def events(req: Request, res: Response) -> None:
     gevent.spawn(later)
 
 
+# What the last /events-burst saw: how many events went out before a send was DROPPED.
+_burst: dict[str, int] = {}
+
+
+def events_burst(req: Request, res: Response) -> None:
+    stream = sse.upgrade(req, res, max_backpressure=64 * 1024)
+    event = sse.encode_event("x" * 1024)
+
+    def burst() -> None:
+        time.sleep(0.05)  # the head is out
+        sent = 0
+        while sent < 10_000 and stream.write(event):
+            sent += 1
+        _burst["sent"] = sent
+
+    _burst.clear()
+    gevent.spawn(burst)
+
+
+def burst_result(req: Request, res: Response) -> None:
+    res.send(str(_burst.get("sent", "running")))
+
+
 def build(server: Server) -> Server:
     """Register the routes on `server`."""
     server.use(access_log.middleware(format="common"))
@@ -113,6 +136,8 @@ def build(server: Server) -> Server:
     server.get("/cookie", cookie)
     server.get("/visits", visits).use(sessions.middleware(secret="h2-test-secret " * 3))
     server.get("/events", events)
+    server.get("/events-burst", events_burst)
+    server.get("/burst-result", burst_result)
     root = os.environ.get("H2_STATIC_ROOT")
     if root:
         server.use(static_files.serve(root, "/static"))

@@ -264,6 +264,23 @@ def test_sse_is_a_long_lived_stream(servers: Servers) -> None:
     assert text.count("event: tick") == 3 and "id: 2\n" in text
 
 
+def test_sse_to_a_client_that_grants_no_window_is_closed_at_its_backlog_bound(
+    servers: Servers,
+) -> None:
+    # The client lets 1 000 bytes through and then reads nothing: the events wait in the
+    # stream's backlog, and the send that finds more than max_backpressure (64 KiB) waiting
+    # is dropped and ends the stream, as it would close an HTTP/1.1 event stream.
+    client = RawH2(servers.tight.tcp, {h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1000})
+    sid = client.get("/events-burst")
+    client.read_until(lambda events: any(of(h2.events.StreamEnded, events)))
+    assert of(h2.events.StreamEnded, client.events)[0].stream_id == sid
+    assert len(body_of(client.events, sid)) <= 1000
+    with h2c_client() as other:
+        sent = other.get(h2c_url(servers.tight, "/burst-result")).text
+    assert 60 <= int(sent) <= 70, sent  # 64 KiB of 1 KiB events, and the one that crossed it
+    client.close()
+
+
 def test_access_log_names_http_2(servers: Servers) -> None:
     with h2c_client() as client:
         client.get(h2c_url(servers.plain, "/q?logged-as-h2"))
