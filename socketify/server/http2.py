@@ -132,7 +132,7 @@ class Http2Session:
         sock = conn.sock
         while True:
             try:
-                return bytes(sock.recv(READ_SIZE))
+                return sock.recv(READ_SIZE)
             except BlockingIOError:
                 conn.wait_readable()
             except OSError:
