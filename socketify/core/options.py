@@ -28,7 +28,7 @@ _POSITIVE_SIZES = (
     "http2_max_pings_per_second",
     "http2_max_settings_per_second",
 )
-# RFC 9113: SETTINGS_MAX_FRAME_SIZE lies between 2**14 and 2**24 - 1.
+# HTTP/2 lets SETTINGS_MAX_FRAME_SIZE range from 2**14 to 2**24 - 1 only.
 _FRAME_SIZES = range(1 << 14, 1 << 24)
 
 

@@ -40,7 +40,7 @@ from socketify.server.file_sender import send_file
 from socketify.server.request_body import RequestBody, Unread
 from socketify.server.tls_stream import TlsStream
 
-# The first bytes of every HTTP/2 connection (RFC 9113): no HTTP/1.1 request starts with them.
+# The first bytes of every HTTP/2 connection: no HTTP/1.1 request starts with them.
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 if TYPE_CHECKING:

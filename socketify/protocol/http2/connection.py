@@ -25,7 +25,7 @@ stream id are refused. `close()` ends the connection for good.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import h2.config
 import h2.connection
@@ -352,11 +352,14 @@ class Http2ServerConnection:
             self._out.clear()
         return data
 
-    def _send(self, method: object, stream_id: int, payload: object, **flags: bool) -> None:
+    def _send(
+        self, method: Callable[..., None], stream_id: int, payload: object, **flags: bool
+    ) -> None:
+        """Call one of h2's send methods; a stream the client closed is our StreamClosed."""
         if self.closed:
             raise StreamClosed(stream_id)
         try:
-            method(stream_id, payload, **flags)  # type: ignore[operator]
+            method(stream_id, payload, **flags)
         except (h2.exceptions.StreamClosedError, h2.exceptions.NoSuchStreamError):
             raise StreamClosed(stream_id) from None
 
