@@ -12,9 +12,9 @@ and for the socket's backlog to drain.
 An answer is buffered bytes, a file range (read and sent in chunks: sendfile cannot go
 through frames), a stream sent as produced, or an upgrade. A failure after the HEADERS went out
 resets the stream with INTERNAL_ERROR, so the client cannot take a cut answer for a whole one.
-An SSE upgrade gets a `StreamChannel`, the part of a connection's surface `server.upgraded`
-uses, so an event stream is a long-lived HTTP/2 stream with the same bounded backlog; a
-WebSocket needs the HTTP/1.1 upgrade and gets a 505 here.
+An SSE upgrade gets an `http2_channel.StreamChannel`, so an event stream is a long-lived
+HTTP/2 stream with the same bounded backlog; a WebSocket needs the HTTP/1.1 upgrade and gets
+a 505 here.
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ from socketify.core.request import Request
 from socketify.core.response import Response
 from socketify.protocol.http2 import CANCEL, INTERNAL_ERROR, StreamClosed
 from socketify.protocol.http11 import RequestHead, header_field
-from socketify.server.errors import PeerGone
+from socketify.server.http2_channel import StreamChannel
 from socketify.server.request_body import DRAIN_BUDGET
 
 if TYPE_CHECKING:
     from socketify.server.http2 import Http2Session
 
-__all__ = ["Stream", "StreamChannel"]
+__all__ = ["Stream"]
 
 log = logging.getLogger("socketify.error")
 
@@ -350,65 +350,3 @@ class _Body(BodyStream):
     def next_piece(self) -> bytes:
         """The next piece; b"" at the end."""
         return self._stream.next_piece()
-
-
-class _Socket:
-    """The socket side of a `StreamChannel`: non-blocking writes into the stream."""
-
-    __slots__ = ("_stream",)
-
-    unsent = b""  # no TLS layer of its own: the connection's session writes the frames
-    buffered = False
-
-    def __init__(self, stream: Stream) -> None:
-        self._stream = stream
-
-    def send(self, data: bytes | memoryview) -> int:
-        """What the stream took now; BlockingIOError when it can take nothing yet."""
-        return self._stream.offer(data)
-
-    def recv(self, size: int) -> bytes:
-        """b"" once the stream is over; an upgraded HTTP/2 stream carries nothing to read."""
-        if self._stream.input_closed:
-            return b""
-        raise BlockingIOError
-
-    def shutdown(self, how: int) -> None:
-        """End the stream."""
-        self._stream.shut_down()
-
-
-class StreamChannel:
-    """An HTTP/2 stream with the part of a `Connection`'s surface that `server.upgraded` uses.
-
-    `Outbound` writes through `sock.send` (non-blocking) and `send` (parks); `read_some` reads
-    through `http`, `sock.recv` and `wait_readable`; `shutdown` ends the stream.
-    """
-
-    __slots__ = ("_stream", "deadline", "http", "sock")
-
-    scheme = "h2"  # not "https": the session, not this channel, drains the TLS layer
-    buffered = 0  # no bytes of an earlier protocol are waiting (read_some asks `http`)
-
-    def __init__(self, stream: Stream) -> None:
-        self._stream = stream
-        self.sock = _Socket(stream)
-        self.http = self
-        self.deadline: float | None = None
-
-    def take_buffered(self) -> bytes:
-        """Nothing: an HTTP/2 stream starts with no leftover bytes."""
-        return b""
-
-    def send(self, data: bytes | memoryview) -> None:
-        """Write all of `data`, parking the caller for window; PeerGone if the stream ended."""
-        if self._stream.input_closed:
-            raise PeerGone("stream closed")
-        try:
-            self._stream.send_all(data)
-        except StreamClosed as exc:
-            raise PeerGone(exc) from None
-
-    def wait_readable(self) -> None:
-        """Park until the stream is over."""
-        self._stream.wait_input()
