@@ -41,6 +41,7 @@ from socketify.protocol.http2 import (
 )
 from socketify.server.errors import Expired, PeerGone
 from socketify.server.http2_stream import Stream
+from socketify.server.upgraded import linger
 
 if TYPE_CHECKING:
     from socketify.core.options import ServerOptions
@@ -216,6 +217,9 @@ class Http2Session:
             self.flush()
             if self._writer is not None:
                 self._writer.join(_CLOSE_FLUSH)
+            # A client still sending (a flood we cut off) would have the kernel answer its
+            # bytes with a reset that destroys our GOAWAY before it is read: drain a moment.
+            linger(self.conn, _CLOSE_FLUSH)
         except (PeerGone, OSError):
             pass
 
