@@ -160,7 +160,8 @@ class Http2Session:
                     stream.gone()
             elif isinstance(event, ConnectionTerminated) and not event.by_peer:
                 log.info("HTTP/2 client %s: %s", self.conn.addr, event.detail)
-            # A client's GOAWAY opens no more streams; those open are still answered.
+            # After a GOAWAY either way h2 takes and sends nothing more, so `serve` ends
+            # the session (clients send theirs once their last answer is in).
 
     def _open(self, event: RequestOpened) -> None:
         if not self.streams:
@@ -267,8 +268,10 @@ class Http2Session:
                 data = backlog.popleft()
                 conn.send(data)  # parks only this greenlet while the kernel's buffer is full
                 self.backlog_bytes -= len(data)
-                # The stalled-reader deadline conn.send armed is over; an idle one may apply.
-                conn.deadline = None if self.streams else conn.deadline
+                if self.streams:
+                    # The stalled-reader deadline conn.send armed is over; streams keep
+                    # their own time (with none open it stands as the idle deadline).
+                    conn.deadline = None
         except (PeerGone, OSError):
             backlog.clear()
             self.backlog_bytes = 0
