@@ -238,6 +238,26 @@ def test_a_large_request_body_flows_through_the_windows(servers: Servers, tls: b
     assert response.text == f"{len(body)} {hashlib.sha256(body).hexdigest()}"
 
 
+def test_100_continue_goes_out_when_the_handler_first_reads(servers: Servers) -> None:
+    client = RawH2(servers.plain.tcp)
+    sid = client.conn.get_next_available_stream_id()
+    host, port = servers.plain.tcp
+    client.conn.send_headers(
+        sid,
+        [(":method", "POST"), (":scheme", "http"), (":authority", f"{host}:{port}"),
+         (":path", "/digest"), ("content-length", "5"), ("expect", "100-continue")],
+    )  # fmt: skip
+    client.flush()
+    client.read_until(lambda events: any(of(h2.events.InformationalResponseReceived, events)))
+    (interim,) = of(h2.events.InformationalResponseReceived, client.events)
+    assert interim.headers == [(":status", "100")]
+    client.conn.send_data(sid, b"hello", end_stream=True)
+    client.flush()
+    client.read_until(lambda events: any(of(h2.events.StreamEnded, events)))
+    assert body_of(client.events, sid) == f"5 {hashlib.sha256(b'hello').hexdigest()}".encode()
+    client.close()
+
+
 def test_static_file_whole_and_a_range(servers: Servers) -> None:
     with h2c_client() as client:
         whole = client.get(h2c_url(servers.plain, "/static/data.bin"))
