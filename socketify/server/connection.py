@@ -171,10 +171,10 @@ class Connection:
                 return False  # the client closed in the middle of the preface
 
     def _serve_http2(self, data: bytes) -> None:
-        from socketify.server.http2 import Http2Session
-
+        make_session = self.service.http2_session
+        assert make_session is not None
         self.phase = IDLE
-        session = self.http2 = Http2Session(self)
+        session = self.http2 = make_session(self)
         session.serve(data)
 
     def _serve_requests(self) -> None:

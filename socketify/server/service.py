@@ -76,9 +76,13 @@ class HttpService:
         # preface on cleartext (the connection checks its first bytes).
         # `http2=False` is the command line's `--no-http2`, over the app's own option.
         self.http2 = http2 and self.options.http2 and http2_available()
+        # What a connection that speaks HTTP/2 is handed to; imported now, not on the first
+        # HTTP/2 client (h2 takes a while to import), and only when HTTP/2 is on.
+        self.http2_session: Callable[[Connection], Any] | None = None
         if self.http2:
-            # Imported now, not on the first HTTP/2 client (h2 takes a while to import).
-            import socketify.server.http2  # noqa: F401
+            from socketify.server.http2 import Http2Session
+
+            self.http2_session = Http2Session
         self._tls_context = server_context(tls, self.http2) if tls is not None else None
 
     def start(self) -> None:
