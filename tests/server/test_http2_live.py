@@ -28,7 +28,7 @@ import pytest
 from hyperframe.frame import ContinuationFrame, HeadersFrame, PingFrame, SettingsFrame
 
 from tests.server.tls_clients import client_context
-from tests.support.pki import Pki
+from tests.support.pki import CLIENT_NAME, Pki
 from tests.support.ports import free_port
 from tests.support.serve import Launcher, ServerProcess
 
@@ -221,6 +221,17 @@ def test_httpx_over_tls_speaks_http2(servers: Servers) -> None:
         response = client.get(f"https://localhost:{port}/version")
     assert response.http_version == "HTTP/2"
     assert response.text.startswith("HTTP/2.0 https ")
+
+
+def test_a_client_certificate_reaches_the_handler_over_h2(
+    mtls_server: ServerProcess, pki: Pki
+) -> None:
+    port = mtls_server.tcp[1]
+    context = client_context(pki, client=True)
+    with httpx.Client(http2=True, verify=context, timeout=10) as client:
+        response = client.get(f"https://localhost:{port}/whoami")
+    assert response.http_version == "HTTP/2"
+    assert response.json()["client"] == CLIENT_NAME
 
 
 @pytest.mark.parametrize("tls", [False, True], ids=["h2c", "tls"])
