@@ -44,6 +44,8 @@ run options:
   --keyfile FILE           ... and this private key (PEM)
   --ca-file FILE           require client certificates signed by these CAs (mTLS)
   --redirect-http          http:// binds answer 308 to the same URL on the HTTPS port
+  --no-http2               serve HTTP/1.1 only (default: HTTP/2 too when h2 is installed:
+                           h2 by ALPN over TLS, h2c with prior knowledge on plain binds)
   --preload                import the app once in the master before forking
   --reload                 restart workers when a .py file changes (development)
   --access-log FILE        access log file (default: stderr)
@@ -150,6 +152,7 @@ def _parse_run(args: list[str]) -> argparse.Namespace:
     parser.add_argument("--keyfile")
     parser.add_argument("--ca-file")
     parser.add_argument("--redirect-http", action="store_true")
+    parser.add_argument("--no-http2", action="store_true")
     parser.add_argument("--preload", action="store_true")
     parser.add_argument("--reload", action="store_true")
     parser.add_argument("--access-log")
@@ -163,7 +166,10 @@ def _parse_run(args: list[str]) -> argparse.Namespace:
 
 
 def info() -> str:
-    """`--info`: the version and which optional features are importable."""
+    """`--info`: the version and which optional features are importable.
+
+    HTTP/2 is served whenever h2 imports, so its line says whether it does.
+    """
     lines = [f"Socketify {__version__}"]
     for label, module in OPTIONAL_FEATURES:
         found = importlib.util.find_spec(module) is not None
@@ -206,6 +212,7 @@ def run(options: argparse.Namespace) -> int:
             tls=tls,
             plan=plan,
             access_log_format=options.access_log_format,
+            http2=not options.no_http2,
         )
         tls = tls or (app.settings.tls if app is not None else None)
         if tls is not None:
@@ -223,7 +230,7 @@ def run(options: argparse.Namespace) -> int:
     if options.workers == 0:
         if options.access_log_format:
             add_access_log(target.app, options.access_log_format)
-        return _run_in_process(target.app, list(plan.binds), target.tls, plan)
+        return _run_in_process(target.app, list(plan.binds), target.tls, plan, target.http2)
     return _run_master(options, target, settings, list(plan.binds))
 
 
@@ -319,7 +326,8 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
     except BootError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    where = _where(master.addresses, bool(target.tls or settings.tls), target.plan)
+    http2 = target.http2 and settings.http2
+    where = _where(master.addresses, bool(target.tls or settings.tls), target.plan, http2)
     log.info(
         "Socketify %s listening on %s (%d workers, master pid %d)",
         __version__,
@@ -330,28 +338,44 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
     return master.wait()
 
 
-def _run_in_process(app: Any, binds: list[str], tls: Any = None, plan: Any = None) -> int:
+def _run_in_process(
+    app: Any, binds: list[str], tls: Any = None, plan: Any = None, http2: bool = True
+) -> int:
     from socketify.server.launch import InProcessRunner
     from workers.supervise.sockets import BindError
 
     try:
-        runner = InProcessRunner(app, binds, tls=tls, plan=plan)
+        runner = InProcessRunner(app, binds, tls=tls, plan=plan, http2=http2)
     except BindError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    where = _where(runner.addresses, bool(tls or app.settings.tls), plan)
+    where = _where(
+        runner.addresses, bool(tls or app.settings.tls), plan, http2 and app.settings.http2
+    )
     log.info("Socketify %s listening on %s (in-process, pid %d)", __version__, where, os.getpid())
     return runner.wait()
 
 
-def _where(addresses: list[Any], tls: bool, plan: Any) -> str:
-    """The bound addresses as URLs, each with its own scheme (see server.schemes)."""
+def _where(addresses: list[Any], tls: bool, plan: Any, http2: bool = False) -> str:
+    """The bound addresses as URLs, each with its own scheme (see server.schemes) and the
+    protocols it speaks: `https://127.0.0.1:8443 (h2, http/1.1)`."""
+    from socketify.core.options import http2_available
     from workers.supervise.sockets import format_address
+
+    http2 = http2 and http2_available()
 
     def scheme(address: Any) -> str:
         return "https" if tls and not (plan is not None and plan.is_plain(address)) else "http"
 
-    return ", ".join(_url(format_address(address), scheme(address)) for address in addresses)
+    def protocols(scheme: str) -> str:
+        if not http2:
+            return "(http/1.1)"
+        return "(h2, http/1.1)" if scheme == "https" else "(http/1.1, h2c)"
+
+    return ", ".join(
+        f"{_url(format_address(address), scheme(address))} {protocols(scheme(address))}"
+        for address in addresses
+    )
 
 
 def _url(address: str, scheme: str = "http") -> str:

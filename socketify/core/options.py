@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-__all__ = ["ServerOptions"]
+__all__ = ["ServerOptions", "http2_available"]
 
 _POSITIVE_SECONDS = (
     "header_timeout",
@@ -13,6 +15,7 @@ _POSITIVE_SECONDS = (
     "idle_timeout",
     "graceful_timeout",
     "timeout",
+    "http2_send_timeout",
 )
 _POSITIVE_SIZES = (
     "max_header_size",
@@ -20,7 +23,13 @@ _POSITIVE_SIZES = (
     "max_body_size",
     "max_connections",
     "backlog",
+    "http2_max_concurrent_streams",
+    "http2_max_resets_per_second",
+    "http2_max_pings_per_second",
+    "http2_max_settings_per_second",
 )
+# HTTP/2 lets SETTINGS_MAX_FRAME_SIZE range from 2**14 to 2**24 - 1 only.
+_FRAME_SIZES = range(1 << 14, 1 << 24)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +58,17 @@ class ServerOptions:
     max_requests: int = 0
     max_requests_jitter: int = 0
     backlog: int = 2048
+    # HTTP/2 (needs the h2 package): over TLS when ALPN picks it, and as cleartext h2c for
+    # clients that start with the HTTP/2 preface. The header list is bounded by
+    # max_header_size, the body by max_body_size, as for HTTP/1.1.
+    http2: bool = True
+    http2_max_concurrent_streams: int = 100  # more at once are refused (REFUSED_STREAM)
+    # Per second and connection, past which the client gets GOAWAY ENHANCE_YOUR_CALM:
+    http2_max_resets_per_second: int = 100  # streams it resets (the rapid-reset attack)
+    http2_max_pings_per_second: int = 50
+    http2_max_settings_per_second: int = 50
+    http2_max_frame_size: int = 16384  # the largest frame we accept (FRAME_SIZE_ERROR past it)
+    http2_send_timeout: float = 30.0  # an answer stalled on a zero window is reset after this
 
     def __post_init__(self) -> None:
         for name in _POSITIVE_SECONDS + _POSITIVE_SIZES:
@@ -59,7 +79,16 @@ class ServerOptions:
             raise ValueError(f"request_timeout must be > 0 or None, got {self.request_timeout!r}")
         if self.workers is not None and (not isinstance(self.workers, int) or self.workers < 0):
             raise ValueError(f"workers must be None or an int >= 0, got {self.workers!r}")
+        frame_size = self.http2_max_frame_size
+        if isinstance(frame_size, bool) or frame_size not in _FRAME_SIZES:
+            raise ValueError(f"http2_max_frame_size must be 16384 to 16777215, not {frame_size!r}")
         for name in ("max_requests", "max_requests_jitter"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+
+
+@cache
+def http2_available() -> bool:
+    """Whether this installation can serve HTTP/2: the `h2` package (the `http2` extra)."""
+    return importlib.util.find_spec("h2") is not None

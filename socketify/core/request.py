@@ -132,7 +132,7 @@ class Request:
 
     @property
     def http_version(self) -> str:
-        """`HTTP/1.1` or `HTTP/1.0`."""
+        """`HTTP/1.1`, `HTTP/1.0` or `HTTP/2.0`."""
         return self.head.version
 
     # -- headers --------------------------------------------------------------------------

@@ -36,7 +36,9 @@ class TlsOptions:
     ca_file: str | None = None  # trusted CAs for client certificates (mTLS)
     client_auth: str = "none"  # "none" | "optional" | "required"
     sni: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # host -> (cert, key)
-    alpn: tuple[str, ...] = ("http/1.1",)
+    # The ALPN protocols offered, in our order of preference; None: h2 and http/1.1 when the
+    # server speaks HTTP/2, http/1.1 alone otherwise. "h2" is never offered without HTTP/2.
+    alpn: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.min_version not in _VERSIONS:
@@ -57,12 +59,24 @@ class TlsOptions:
         cert, key = env.get("SOCKETIFY_CERT_FILE", ""), env.get("SOCKETIFY_KEY_FILE", "")
         return cls(cert_file=cert, key_file=key) if cert and key else None
 
-    def build_context(self) -> ssl.SSLContext:
-        """A server-side SSLContext for these options; raises TlsError with the reason."""
-        context = self._context(self.cert_file, self.key_file)
+    def protocols(self, http2: bool) -> tuple[str, ...]:
+        """The ALPN protocols to offer; `http2` says whether the server speaks HTTP/2."""
+        if self.alpn is not None:
+            return tuple(name for name in self.alpn if http2 or name != "h2")
+        return ("h2", "http/1.1") if http2 else ("http/1.1",)
+
+    def build_context(self, http2: bool = False) -> ssl.SSLContext:
+        """A server-side SSLContext for these options; raises TlsError with the reason.
+
+        `http2`: the server speaks HTTP/2, so ALPN may choose it.
+        """
+        protocols = self.protocols(http2)
+        context = self._context(self.cert_file, self.key_file, protocols)
         if self.sni:
+            # Each name's context offers ALPN too: OpenSSL asks the one SNI switched to.
             by_host = {
-                host.lower(): self._context(cert, key) for host, (cert, key) in self.sni.items()
+                host.lower(): self._context(cert, key, protocols)
+                for host, (cert, key) in self.sni.items()
             }
 
             def select(sock: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> None:
@@ -73,7 +87,7 @@ class TlsOptions:
             _set_sni_callback(context, select)
         return context
 
-    def _context(self, cert_file: str, key_file: str) -> ssl.SSLContext:
+    def _context(self, cert_file: str, key_file: str, protocols: tuple[str, ...]) -> ssl.SSLContext:
         # Looked up at call time: under gevent this is its patched subclass, whose property
         # setters work (the standard library's refer to the module name that gevent replaced).
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -98,8 +112,8 @@ class TlsOptions:
             except (ssl.SSLError, OSError) as exc:
                 raise TlsError(f"cannot load client CA file {self.ca_file}: {exc}") from None
             context.verify_mode = _CLIENT_AUTH[self.client_auth]
-        if self.alpn:
-            context.set_alpn_protocols(list(self.alpn))
+        if protocols:
+            context.set_alpn_protocols(list(protocols))
         return context
 
 

@@ -53,6 +53,7 @@ _PROBED = (
     "max_requests",
     "max_requests_jitter",
     "backlog",
+    "http2",
 )
 
 
@@ -100,7 +101,8 @@ class ServeApp:
 
     `tls` (TlsOptions from the command line) overrides the app's own `tls` setting; `plan`
     says which binds serve plain HTTP beside it (`--bind http://...`, see server.schemes);
-    `access_log_format` ("dev", "common" or "json") logs every request from the command line.
+    `access_log_format` ("dev", "common" or "json") logs every request from the command line;
+    `http2=False` turns HTTP/2 off (`--no-http2`).
     """
 
     def __init__(
@@ -110,11 +112,13 @@ class ServeApp:
         tls: TlsOptions | None = None,
         plan: BindPlan | None = None,
         access_log_format: str | None = None,
+        http2: bool = True,
     ) -> None:
         self.app = app
         self.tls = tls
         self.plan = plan
         self.access_log_format = access_log_format
+        self.http2 = http2
 
     def __call__(self, ctx: WorkerContext) -> None:
         import gevent
@@ -126,7 +130,12 @@ class ServeApp:
             add_access_log(app, self.access_log_format)
         tls = self.tls or app.settings.tls
         services = services_for(
-            app, ctx.sockets, tls=tls, plan=self.plan, on_request=ctx.request_done
+            app,
+            ctx.sockets,
+            tls=tls,
+            plan=self.plan,
+            on_request=ctx.request_done,
+            http2=self.http2,
         )
         for service in services:
             service.start()

@@ -9,6 +9,10 @@ the service's sweeper throws `Expired` into a connection whose deadline has pass
 requests already in the buffer are answered in one batch and written with one send; after a
 batch served without waiting, the greenlet yields so no connection starves the others.
 
+A connection that speaks HTTP/2 (TLS chose `h2` by ALPN, or a cleartext client opened with
+the HTTP/2 preface) is handed to `server.http2.Http2Session` after the handshake or its first
+read, and this greenlet becomes that session's reader.
+
 Bodies are never read before the app runs: it gets a `RequestBody` that pulls pieces from
 the parser when it reads (see `request_body`), so a limit can refuse a body from its
 Content-Length before one byte of it, or a `100 Continue`, is sent. The body deadline counts
@@ -35,6 +39,9 @@ from socketify.server.exchange import FileRange, request_for, response_parts
 from socketify.server.file_sender import send_file
 from socketify.server.request_body import RequestBody, Unread
 from socketify.server.tls_stream import TlsStream
+
+# The first bytes of every HTTP/2 connection: no HTTP/1.1 request starts with them.
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 if TYPE_CHECKING:
     from socketify.server.service import HttpService
@@ -66,6 +73,7 @@ class Connection:
         "deadline",
         "greenlet",
         "http",
+        "http2",
         "peer_cert",
         "phase",
         "scheme",
@@ -94,6 +102,7 @@ class Connection:
         self.scheme = "https" if isinstance(sock, TlsStream) else "http"
         self.peer_cert: dict[str, Any] | None = None
         self._body_time = 0.0  # seconds left of the current body's deadline
+        self.http2: Any = None  # the Http2Session this connection was handed to, if any
 
     # -- the request loop -------------------------------------------------------------------
 
@@ -101,7 +110,14 @@ class Connection:
         """Answer requests until the client leaves, an error closes, or the server stops."""
         service = self.service
         try:
-            if self.scheme == "https" and not self._handshake():
+            if self.scheme == "https":
+                if not self._handshake():
+                    return
+                if service.http2 and self.sock.alpn_protocol == "h2":
+                    self._serve_http2(b"")
+                    return
+            elif service.http2 and self._starts_http2():
+                self._serve_http2(self.http.take_buffered())
                 return
             self._serve_requests()
         except Expired as exc:
@@ -133,6 +149,33 @@ class Connection:
                 self.wait_readable()
             else:
                 get_hub().wait(self.write_watcher)
+
+    def _starts_http2(self) -> bool:
+        """Read the first bytes; True if they are the HTTP/2 preface (cleartext h2c).
+
+        PERF: one look at the first read of a connection; an HTTP/1.1 request keeps its
+        bytes in the parser and goes on as if nothing happened.
+        """
+        self.deadline = _monotonic() + self.service.options.idle_timeout
+        self._receive()
+        http = self.http
+        while True:
+            start = http.peek(len(PREFACE))
+            if start == PREFACE:
+                return True
+            if not start or not PREFACE.startswith(start):
+                return False  # HTTP/1.1 (or nothing): the parser has the bytes
+            buffered = http.buffered
+            self._receive(wait_first=False)
+            if http.buffered == buffered:
+                return False  # the client closed in the middle of the preface
+
+    def _serve_http2(self, data: bytes) -> None:
+        make_session = self.service.http2_session
+        assert make_session is not None
+        self.phase = IDLE
+        session = self.http2 = make_session(self)
+        session.serve(data)
 
     def _serve_requests(self) -> None:
         service = self.service

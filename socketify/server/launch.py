@@ -56,7 +56,13 @@ class InProcessRunner:
     """`listen()` with `workers=0`: one process, one gevent hub, no fork."""
 
     def __init__(
-        self, app: Application, binds: list[str], *, tls: Any = None, plan: BindPlan | None = None
+        self,
+        app: Application,
+        binds: list[str],
+        *,
+        tls: Any = None,
+        plan: BindPlan | None = None,
+        http2: bool = True,
     ) -> None:
         from gevent import monkey
 
@@ -70,7 +76,9 @@ class InProcessRunner:
         self._listeners = Listeners(binds, slots=1, backlog=app.settings.backlog)
         self.addresses = self._listeners.addresses
         sockets = self._listeners.sockets_for(0)
-        self.services = services_for(app, sockets, tls=tls or app.settings.tls, plan=plan)
+        self.services = services_for(
+            app, sockets, tls=tls or app.settings.tls, plan=plan, http2=http2
+        )
         for service in self.services:
             service.start()
         self._stopped = gevent.event.Event()

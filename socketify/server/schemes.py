@@ -114,22 +114,26 @@ def services_for(
     tls: Any,
     plan: BindPlan | None,
     on_request: Callable[[], Any] | None = None,
+    http2: bool = True,
 ) -> list[HttpService]:
-    """The HttpServices that serve `sockets`: with TLS, and plain (the app or the redirect)."""
+    """The HttpServices that serve `sockets`: with TLS, and plain (the app or the redirect).
+
+    `http2=False` turns HTTP/2 off whatever the app's options say (`--no-http2`).
+    """
     from socketify.server.service import HttpService
 
     if tls is None or plan is None or not plan.plain:
-        return [HttpService(app, sockets, on_request=on_request, tls=tls)]
+        return [HttpService(app, sockets, on_request=on_request, tls=tls, http2=http2)]
     plain = [sock for sock in sockets if plan.is_plain(sock.getsockname())]
     secure = [sock for sock in sockets if sock not in plain]
     services = []
     if secure:
-        services.append(HttpService(app, secure, on_request=on_request, tls=tls))
+        services.append(HttpService(app, secure, on_request=on_request, tls=tls, http2=http2))
     if plain:
         if plan.redirect_http:
             ports = [sock.getsockname() for sock in secure if sock.family != socket.AF_UNIX]
             app = redirect_app(app, ports[0][1] if ports else None)
-        services.append(HttpService(app, plain, on_request=on_request))
+        services.append(HttpService(app, plain, on_request=on_request, http2=http2))
     return services
 
 

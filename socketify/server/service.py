@@ -8,7 +8,7 @@ spinning. One sweeper greenlet expires connections whose phase deadline has
 passed, every quarter second. `stop(graceful=True)` closes the listeners, gives idle
 keep-alive connections a short grace (a request may be on the wire), lets in-flight requests
 finish (their answer carries `Connection: close`), and returns when all are gone or
-`graceful_timeout` has passed.
+`graceful_timeout` has passed. HTTP/2 connections get GOAWAY and finish their open streams.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import gevent
 from gevent import get_hub
 from gevent.monkey import get_original
 
+from socketify.core.options import http2_available
 from socketify.server.connection import IDLE, Connection
 from socketify.server.tls_stream import TlsStream, server_context
 
@@ -53,6 +54,7 @@ class HttpService:
         *,
         on_request: Callable[[], Any] | None = None,
         tls: TlsOptions | None = None,
+        http2: bool = True,
     ) -> None:
         self.app = app
         self.options: ServerOptions = app.settings
@@ -70,7 +72,18 @@ class HttpService:
         self._sweeper: Any = None
         self._drained = gevent.event.Event()
         self._drained.set()
-        self._tls_context = server_context(tls) if tls is not None else None
+        # HTTP/2 when the options ask for it and h2 is installed: ALPN over TLS, the
+        # preface on cleartext (the connection checks its first bytes).
+        # `http2=False` is the command line's `--no-http2`, over the app's own option.
+        self.http2 = http2 and self.options.http2 and http2_available()
+        # What a connection that speaks HTTP/2 is handed to; imported now, not on the first
+        # HTTP/2 client (h2 takes a while to import), and only when HTTP/2 is on.
+        self.http2_session: Callable[[Connection], Any] | None = None
+        if self.http2:
+            from socketify.server.http2 import Http2Session
+
+            self.http2_session = Http2Session
+        self._tls_context = server_context(tls, self.http2) if tls is not None else None
 
     def start(self) -> None:
         """Begin accepting; returns at once (everything runs in greenlets)."""
@@ -181,9 +194,12 @@ class HttpService:
         # An idle keep-alive client may have a request on the wire right now: closing at once
         # would fail it. Give idle connections a short grace instead; whatever arrives is
         # answered with `Connection: close`, and silent ones are closed when it runs out.
+        # An HTTP/2 connection says GOAWAY now and closes once its open streams are answered.
         deadline = time.monotonic() + STOP_IDLE_GRACE
         for conn in list(self.connections):
-            if conn.phase == IDLE and not conn.http.buffered:
+            if conn.http2 is not None:
+                conn.http2.stop()
+            elif conn.phase == IDLE and not conn.http.buffered:
                 conn.deadline = min(conn.deadline or deadline, deadline)
 
 

@@ -18,9 +18,10 @@ __all__ = ["TlsStream", "server_context"]
 _RECORD_READ = 65536
 
 
-def server_context(options: Any) -> ssl.SSLContext:
-    """The SSLContext for TlsOptions (built in the worker, after gevent patched `ssl`)."""
-    context: ssl.SSLContext = options.build_context()
+def server_context(options: Any, http2: bool = False) -> ssl.SSLContext:
+    """The SSLContext for TlsOptions (built in the worker, after gevent patched `ssl`);
+    `http2` lets ALPN choose h2."""
+    context: ssl.SSLContext = options.build_context(http2)
     return context
 
 

@@ -45,7 +45,19 @@ def test_unknown_option_is_a_type_error() -> None:
 
 
 @pytest.mark.parametrize(
-    "option", [{"header_timeout": 0}, {"workers": -1}, {"max_requests": -1}, {"backlog": "x"}]
+    "option",
+    [
+        {"header_timeout": 0},
+        {"workers": -1},
+        {"max_requests": -1},
+        {"backlog": "x"},
+        {"http2_max_concurrent_streams": 0},
+        {"http2_max_resets_per_second": 0},
+        {"http2_send_timeout": 0},
+        {"http2_max_frame_size": 1024},
+        {"http2_max_frame_size": 1 << 24},
+        {"http2_max_frame_size": True},
+    ],
 )
 def test_out_of_range_option_is_a_value_error(option: dict) -> None:
     with pytest.raises(ValueError):

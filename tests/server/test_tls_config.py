@@ -155,3 +155,12 @@ def test_environment_gives_tls_to_an_app_without_but_never_replaces_the_apps_own
         cert = sock.getpeercert()
         assert cert is not None
         assert common_name(cert) == SNI_HOST
+
+
+def test_alpn_offers_h2_only_when_the_server_speaks_http2(pki: Pki) -> None:
+    options = TlsOptions(cert_file=pki.server.cert, key_file=pki.server.key)
+    assert options.protocols(http2=True) == ("h2", "http/1.1")
+    assert options.protocols(http2=False) == ("http/1.1",)
+    chosen = TlsOptions(cert_file=pki.server.cert, key_file=pki.server.key, alpn=("h2",))
+    assert chosen.protocols(http2=True) == ("h2",)
+    assert chosen.protocols(http2=False) == ()

@@ -33,7 +33,8 @@ def dual(
         env=server_env(pki),
         tls=client_context(pki, client=True),
     )  # fmt: skip
-    listening = f"https://127.0.0.1:{https_port}, http://127.0.0.1:{http_port}"
+    https = f"https://127.0.0.1:{https_port} (h2, http/1.1)"
+    listening = f"{https}, http://127.0.0.1:{http_port} (http/1.1, h2c)"
     assert listening in server.output()
     return server, https_port, http_port
 

@@ -100,6 +100,10 @@ class ServerConnection:
         """Bytes received but not yet turned into events."""
         return self._parser.buffered
 
+    def peek(self, size: int) -> bytes:
+        """The first `size` bytes received and not yet parsed, left in place."""
+        return bytes(self._parser.input[:size])
+
     def take_buffered(self) -> bytes:
         """Hand over the unparsed bytes (after an upgrade they belong to the new protocol)."""
         buffer = self._parser.input

@@ -43,19 +43,31 @@ def http_date(timestamp: float | None = None) -> str:
 class DateLines:
     """The `Date:` and `Server:` lines of a response head, formatted at most once a second."""
 
-    __slots__ = ("lines", "until")
+    __slots__ = ("date", "lines", "until")
 
     def __init__(self) -> None:
         self.until = 0.0
         self.lines = ""
+        self.date = ""  # the Date value alone, for protocols that send fields, not lines
 
     def get(self) -> str:
         """Return both lines, CRLF-terminated, for the current second."""
         now = time.time()
         if now >= self.until:  # PERF: one float compare per response, no int() call
-            self.lines = f"Date: {http_date(now)}\r\nServer: {SERVER_NAME}\r\n"
-            self.until = int(now) + 1
+            self._start_second(now)
         return self.lines
+
+    def get_date(self) -> str:
+        """Return the Date value for the current second."""
+        now = time.time()
+        if now >= self.until:
+            self._start_second(now)
+        return self.date
+
+    def _start_second(self, now: float) -> None:
+        self.date = http_date(now)
+        self.lines = f"Date: {self.date}\r\nServer: {SERVER_NAME}\r\n"
+        self.until = int(now) + 1
 
 
 # PERF: common names skip the token regex and the lower() call (callers may look them up

@@ -1,0 +1,49 @@
+"""HTTP/2, sans-IO, on the h2 library: bytes in, events out; answers in, bytes out.
+
+Imports only the standard library, h2 (with hpack and hyperframe) and the protocol-neutral
+parts of `socketify.protocol.http11`; nothing here knows about sockets or greenlets.
+"""
+
+from __future__ import annotations
+
+from socketify.protocol.http2.connection import (
+    CANCEL,
+    ENHANCE_YOUR_CALM,
+    INTERNAL_ERROR,
+    NO_ERROR,
+    PREFACE,
+    PROTOCOL_ERROR,
+    REFUSED_STREAM,
+    Http2ServerConnection,
+    StreamClosed,
+)
+from socketify.protocol.http2.events import (
+    BodyData,
+    ConnectionTerminated,
+    Event,
+    RequestOpened,
+    StreamEnded,
+    StreamReset,
+    WindowOpened,
+)
+from socketify.protocol.http2.limits import Http2Limits
+
+__all__ = [
+    "CANCEL",
+    "ENHANCE_YOUR_CALM",
+    "INTERNAL_ERROR",
+    "NO_ERROR",
+    "PREFACE",
+    "PROTOCOL_ERROR",
+    "REFUSED_STREAM",
+    "BodyData",
+    "ConnectionTerminated",
+    "Event",
+    "Http2Limits",
+    "Http2ServerConnection",
+    "RequestOpened",
+    "StreamClosed",
+    "StreamEnded",
+    "StreamReset",
+    "WindowOpened",
+]

@@ -1,0 +1,338 @@
+"""`Http2ServerConnection`: events from an h2 client's bytes, answers and limits as frames."""
+
+from __future__ import annotations
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
+import pytest
+from hyperframe.frame import ContinuationFrame, HeadersFrame, PingFrame, SettingsFrame
+
+from socketify.protocol.http2 import (
+    ENHANCE_YOUR_CALM,
+    NO_ERROR,
+    REFUSED_STREAM,
+    BodyData,
+    ConnectionTerminated,
+    Http2Limits,
+    Http2ServerConnection,
+    RequestOpened,
+    StreamClosed,
+    StreamEnded,
+    StreamReset,
+    WindowOpened,
+)
+from socketify.protocol.http11 import header_field
+
+GET = [(":method", "GET"), (":scheme", "https"), (":authority", "example.com"), (":path", "/a?b=1")]
+
+
+class Pair:
+    """A server connection and an h2 client connection joined by byte hand-offs."""
+
+    def __init__(
+        self, limits: Http2Limits | None = None, client_settings: dict[int, int] | None = None
+    ) -> None:
+        self.server = Http2ServerConnection(limits)
+        config = h2.config.H2Configuration(client_side=True, header_encoding="latin-1")
+        self.client = h2.connection.H2Connection(config)
+        self.client.initiate_connection()
+        if client_settings:
+            self.client.update_settings(client_settings)
+        self.to_server()
+        self.to_client()
+
+    def to_server(self) -> list[object]:
+        return list(self.server.receive_data(self.client.data_to_send()))
+
+    def to_client(self) -> list[h2.events.Event]:
+        return self.client.receive_data(self.server.data_to_send())
+
+    def request(self, headers: list[tuple[str, str]] = GET, end: bool = True) -> int:
+        sid = self.client.get_next_available_stream_id()
+        self.client.send_headers(sid, headers, end_stream=end)
+        return sid
+
+
+def of(kind: type, events: list[object]) -> list[object]:
+    return [event for event in events if isinstance(event, kind)]
+
+
+def test_request_head_from_pseudo_headers() -> None:
+    pair = Pair()
+    sid = pair.request(
+        [*GET, ("cookie", "a=1"), ("cookie", "b=2"), ("expect", "100-continue")], end=False
+    )
+    (opened,) = of(RequestOpened, pair.to_server())
+    head = opened.head
+    assert (opened.stream_id, opened.ended) == (sid, False)
+    assert (head.method, head.target, head.path) == ("GET", "/a?b=1", "/a")
+    assert head.query_string == "b=1"
+    assert head.version == "HTTP/2.0" and head.keep_alive and head.expect_continue
+    assert head.names["host"] == "example.com"
+    assert head.names["cookie"] == "a=1; b=2"
+
+
+def test_host_header_without_authority_is_kept() -> None:
+    pair = Pair()
+    pair.request([(":method", "GET"), (":scheme", "https"), (":path", "/"), ("host", "other.test")])
+    (opened,) = of(RequestOpened, pair.to_server())
+    assert opened.head.names["host"] == "other.test"
+    assert opened.ended
+
+
+def test_body_data_then_end_with_trailers_and_window_update_on_consumed() -> None:
+    pair = Pair()
+    size = 200_000
+    sid = pair.request([(":method", "POST"), *GET[1:], ("content-length", str(size))], end=False)
+    for start in range(0, size, 16384):
+        pair.client.send_data(sid, b"h" * min(16384, size - start))
+    pair.client.send_headers(sid, [("x-sum", "1")], end_stream=True)
+    events = pair.to_server()
+    assert of(RequestOpened, events)[0].head.content_length == size
+    body = of(BodyData, events)
+    assert sum(len(e.data) for e in body) == size and body[0] == BodyData(sid, b"h" * 16384, 16384)
+    assert of(StreamEnded, events) == [StreamEnded(sid, (("x-sum", "1"),))]
+    assert not of(h2.events.WindowUpdated, pair.to_client())  # nothing read, nothing granted
+    pair.server.consumed(sid, size)
+    assert of(h2.events.WindowUpdated, pair.to_client())
+
+
+def test_response_headers_drop_hop_by_hop_and_add_date_server_length() -> None:
+    pair = Pair()
+    sid = pair.request()
+    pair.to_server()
+    fields = (
+        header_field("Content-Type", "text/plain"),
+        header_field("Connection", "close"),
+        header_field("Keep-Alive", "timeout=5"),
+        header_field("Set-Cookie", "a=1"),
+        header_field("Set-Cookie", "b=2"),
+    )
+    pair.server.start_response(sid, 200, fields, length=2)
+    assert pair.server.send_data(sid, b"ok", end_stream=True) == 2
+    events = pair.to_client()
+    (response,) = of(h2.events.ResponseReceived, events)
+    headers = response.headers
+    names = [name for name, _ in headers]
+    assert headers[0] == (":status", "200")
+    assert "connection" not in names and "keep-alive" not in names
+    assert ("content-length", "2") in headers and ("server", "socketify") in headers
+    assert "date" in names and names.count("set-cookie") == 2
+    assert of(h2.events.DataReceived, events)[0].data == b"ok"
+    assert of(h2.events.StreamEnded, events)
+
+
+def test_no_content_length_for_204_and_streams() -> None:
+    pair = Pair()
+    first, second = pair.request(), pair.request()
+    pair.to_server()
+    pair.server.start_response(first, 204, (), length=0, end_stream=True)
+    pair.server.start_response(second, 200, (), length=None)
+    responses = of(h2.events.ResponseReceived, pair.to_client())
+    for response in responses:
+        assert "content-length" not in dict(response.headers)
+
+
+def test_send_data_stops_at_the_flow_control_window() -> None:
+    pair = Pair(client_settings={h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 10})
+    sid = pair.request()
+    pair.to_server()
+    pair.server.start_response(sid, 200, (), length=25)
+    assert pair.server.send_data(sid, b"x" * 25, end_stream=True) == 10
+    assert pair.server.window(sid) == 0
+    events = pair.to_client()
+    assert not of(h2.events.StreamEnded, events)
+    pair.client.increment_flow_control_window(100, stream_id=sid)
+    assert WindowOpened(sid) in pair.to_server()
+    assert pair.server.send_data(sid, b"x" * 15, end_stream=True) == 15
+    assert of(h2.events.StreamEnded, pair.to_client())
+
+
+def test_large_body_is_split_into_frames_of_the_peer_size() -> None:
+    pair = Pair()
+    sid = pair.request()
+    pair.to_server()
+    pair.client.increment_flow_control_window(1 << 20)
+    pair.client.increment_flow_control_window(1 << 20, stream_id=sid)
+    pair.to_server()
+    pair.server.start_response(sid, 200, (), length=50_000)
+    assert pair.server.send_data(sid, b"y" * 50_000, end_stream=True) == 50_000
+    data = of(h2.events.DataReceived, pair.to_client())
+    assert sum(len(e.data) for e in data) == 50_000 and len(data) == 4
+
+
+def test_informational_100_and_trailers() -> None:
+    pair = Pair()
+    sid = pair.request(end=False)
+    pair.to_server()
+    pair.server.informational_100(sid)
+    pair.server.start_response(sid, 200, ())
+    pair.server.send_data(sid, b"a")
+    pair.server.send_trailers(sid, [("X-Check", "ok")])
+    events = pair.to_client()
+    assert of(h2.events.InformationalResponseReceived, events)[0].headers == [(":status", "100")]
+    assert of(h2.events.TrailersReceived, events)[0].headers == [("x-check", "ok")]
+
+
+def test_reset_by_client_is_reported_and_writes_then_fail() -> None:
+    pair = Pair()
+    sid = pair.request(end=False)
+    pair.to_server()
+    pair.client.reset_stream(sid, 8)
+    assert pair.to_server() == [StreamReset(sid, 8, True)]
+    with pytest.raises(StreamClosed):
+        pair.server.start_response(sid, 200, ())
+
+
+def test_streams_over_the_limit_are_refused() -> None:
+    pair = Pair(Http2Limits(max_concurrent_streams=2))
+    # A client that ignores the advertised limit (h2's own client would obey it).
+    pair.client.remote_settings = h2.settings.Settings(client=False)
+    ids = [pair.request() for _ in range(3)]
+    opened = of(RequestOpened, pair.to_server())
+    assert [event.stream_id for event in opened] == ids[:2]
+    resets = of(h2.events.StreamReset, pair.to_client())
+    assert [(e.stream_id, e.error_code) for e in resets] == [(ids[2], REFUSED_STREAM)]
+    pair.server.finished(ids[0])
+    later = pair.request()
+    assert [event.stream_id for event in of(RequestOpened, pair.to_server())] == [later]
+
+
+def test_settings_advertise_the_limits() -> None:
+    pair = Pair(Http2Limits(max_concurrent_streams=7, max_header_list_size=4096))
+    remote = pair.client.remote_settings
+    assert remote.max_concurrent_streams == 7
+    assert remote.max_header_list_size == 4096
+
+
+def test_rapid_reset_ends_with_enhance_your_calm() -> None:
+    pair = Pair(Http2Limits(max_resets_per_second=5))
+    events: list[object] = []
+    for _ in range(10):
+        sid = pair.request(end=False)
+        pair.client.reset_stream(sid)
+        events += pair.to_server()
+    (end,) = of(ConnectionTerminated, events)
+    assert (end.error_code, end.by_peer) == (ENHANCE_YOUR_CALM, False)
+    goaway = of(h2.events.ConnectionTerminated, pair.to_client())
+    assert goaway[0].error_code == ENHANCE_YOUR_CALM
+
+
+def test_a_stream_refused_and_reset_in_one_read_is_counted_not_raised() -> None:
+    pair = Pair(Http2Limits(max_concurrent_streams=1, max_resets_per_second=3))
+    pair.client.remote_settings = h2.settings.Settings(client=False)
+    pair.request(end=False)
+    events: list[object] = []
+    for _ in range(5):
+        sid = pair.request(end=False)
+        pair.client.reset_stream(sid)
+    events += pair.to_server()  # each HEADERS and its RST_STREAM arrive together
+    assert [e.error_code for e in of(ConnectionTerminated, events)] == [ENHANCE_YOUR_CALM]
+
+
+@pytest.mark.parametrize("frame", [PingFrame(0, opaque_data=b"12345678"), SettingsFrame(0)])
+def test_control_frame_flood_ends_with_enhance_your_calm(frame: object) -> None:
+    pair = Pair(Http2Limits(max_pings_per_second=20, max_settings_per_second=20))
+    flood = frame.serialize() * 50  # type: ignore[attr-defined]
+    (end,) = of(ConnectionTerminated, list(pair.server.receive_data(flood)))
+    assert end.error_code == ENHANCE_YOUR_CALM and not end.by_peer
+    assert pair.server.receive_data(flood) == []
+
+
+def test_oversized_header_list_ends_the_connection() -> None:
+    pair = Pair(Http2Limits(max_header_list_size=1024))
+    pair.request([*GET, ("x-big", "v" * 4000)])
+    (end,) = of(ConnectionTerminated, pair.to_server())
+    assert not end.by_peer and end.error_code != NO_ERROR
+
+
+def test_continuation_flood_is_bounded_in_bytes() -> None:
+    limits = Http2Limits(max_header_list_size=1024)
+    pair = Pair(limits)
+    raw = HeadersFrame(1, data=b"\x82", flags=()).serialize()
+    raw += b"".join(
+        ContinuationFrame(1, data=b"\x00" * 1000, flags=()).serialize() for _ in range(30)
+    )
+    (end,) = of(ConnectionTerminated, pair.server.receive_data(raw))
+    assert end.error_code == ENHANCE_YOUR_CALM
+    assert "header block" in end.detail
+
+
+def test_continuation_flood_fed_byte_by_byte_is_caught_too() -> None:
+    pair = Pair(Http2Limits(max_header_list_size=1024))
+    raw = HeadersFrame(1, data=b"\x82", flags=()).serialize()
+    raw += ContinuationFrame(1, data=b"\x00" * 10000, flags=()).serialize() * 2
+    ends = []
+    for i in range(len(raw)):
+        ends += of(ConnectionTerminated, pair.server.receive_data(raw[i : i + 1]))
+    assert [end.error_code for end in ends] == [ENHANCE_YOUR_CALM]
+
+
+def test_oversized_frame_is_a_frame_size_error() -> None:
+    pair = Pair()
+    raw = PingFrame(0, opaque_data=b"12345678").serialize()
+    big = (20000).to_bytes(3, "big") + b"\x00\x00" + b"\x00\x00\x00\x01" + b"\x00" * 20000
+    (end,) = of(ConnectionTerminated, pair.server.receive_data(raw + big))
+    assert end.error_code == 6  # FRAME_SIZE_ERROR
+
+
+def test_garbage_is_a_protocol_error_not_an_exception() -> None:
+    server = Http2ServerConnection()
+    server.data_to_send()
+    (end,) = server.receive_data(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + b"\x00" * 30)
+    assert isinstance(end, ConnectionTerminated) and not end.by_peer
+    assert server.data_to_send()  # the GOAWAY
+
+
+def test_graceful_goaway_serves_open_streams_and_refuses_newer() -> None:
+    pair = Pair()
+    sid = pair.request()
+    pair.to_server()
+    pair.server.goaway()
+    goaway = of(h2.events.ConnectionTerminated, pair.to_client())
+    assert goaway[0].last_stream_id == sid and goaway[0].error_code == NO_ERROR
+    pair.server.start_response(sid, 200, (), length=2)
+    pair.server.send_data(sid, b"ok", end_stream=True)
+    pair.server.close()
+    data = pair.server.data_to_send()
+    assert b"ok" in data
+
+
+def test_refused_after_goaway() -> None:
+    pair = Pair()
+    pair.request()
+    pair.to_server()
+    pair.server.goaway()
+    server_bytes = pair.server.data_to_send()
+    assert server_bytes
+    late = HeadersFrame(3, data=b"\x82\x87\x84\x41\x01x", flags=("END_HEADERS", "END_STREAM"))
+    events = pair.server.receive_data(late.serialize())
+    assert not of(RequestOpened, events)
+
+
+def test_a_path_that_is_not_absolute_resets_the_stream() -> None:
+    pair = Pair()
+    sid = pair.request([*GET[:3], (":path", "abc")])
+    assert not of(RequestOpened, pair.to_server())
+    resets = of(h2.events.StreamReset, pair.to_client())
+    assert resets[0].stream_id == sid
+
+
+def test_finished_before_the_body_ended_resets_with_no_error() -> None:
+    pair = Pair()
+    sid = pair.request(end=False)
+    pair.to_server()
+    pair.server.start_response(sid, 413, (), length=0, end_stream=True)
+    pair.server.finished(sid)
+    resets = of(h2.events.StreamReset, pair.to_client())
+    assert [(e.stream_id, e.error_code) for e in resets] == [(sid, NO_ERROR)]
+    assert pair.server.open_streams == 0
+
+
+def test_peer_goaway_is_reported() -> None:
+    pair = Pair()
+    pair.client.close_connection()
+    (end,) = pair.to_server()
+    assert isinstance(end, ConnectionTerminated) and end.by_peer
