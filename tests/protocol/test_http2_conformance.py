@@ -74,8 +74,11 @@ def address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int
         host, _, port = target.rpartition(":")
         yield host.strip("[]"), int(port)
         return
+    # The run's own PYTHONPATH goes first for the server too, so `PYTHONPATH=OTHER_TREE` checks
+    # another tree's server against these tests.
+    env = {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}
     with Launcher(tmp_path_factory.mktemp("h2")) as launcher:
-        yield launcher(APP, workers=1).tcp
+        yield launcher(APP, workers=1, env=env).tcp
 
 
 def answers(address: tuple[str, int]) -> bytes:
@@ -772,6 +775,13 @@ def test_a_pseudo_header_in_trailers_is_malformed(client: H2Client) -> None:
     client.send(DataFrame(stream_id, b"body"))
     client.send_headers(stream_id, [(":path", "/ping")])
     client.expect_stream_error(stream_id, ErrorCode.PROTOCOL_ERROR, connection_error=False)
+
+
+def test_a_body_ended_by_an_empty_data_frame_is_received_whole(client: H2Client) -> None:
+    stream_id = open_stream(client)
+    client.send(DataFrame(stream_id, b"body"))
+    client.send(DataFrame(stream_id, b"", flags=["END_STREAM"]))
+    assert client.response(stream_id).body == b"body"
 
 
 def test_trailers_after_a_body_are_accepted(client: H2Client) -> None:
