@@ -365,14 +365,14 @@ class H2Client:
 
     def send(self, *frames: Frame | bytes, note: str = "", line: str = "") -> None:
         """Write frames (hyperframe frames or raw bytes) in one go; `line` stands for them
-        in the transcript, `note` is added to each frame's line."""
+        in the transcript, `note` is added to the first frame's line."""
         data = b"".join(f if isinstance(f, bytes) else f.serialize() for f in frames)
         lines = [line] if line else _describe_bytes(data)
         if len(lines) > 12:
-            counts = collections.Counter(line.split(" ", 1)[0] for line in lines)
+            counts = collections.Counter(text.split(" ", 1)[0] for text in lines)
             lines = [f"{len(lines)} frames: " + ", ".join(f"{k} x{n}" for k, n in counts.items())]
-        for line in lines:
-            self._log(f"→ {line}{f'  ({note})' if note else ''}")
+        for index, text in enumerate(lines):
+            self._log(f"→ {text}{f'  ({note})' if note and not index else ''}")
         self.sock.sendall(data)
 
     def handshake(
