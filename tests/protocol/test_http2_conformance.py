@@ -373,6 +373,26 @@ def test_priority_of_the_wrong_length_is_a_frame_size_error(client: H2Client) ->
     client.expect_stream_error(stream_id, ErrorCode.FRAME_SIZE_ERROR)
 
 
+def test_a_priority_frame_making_a_stream_depend_on_itself_is_a_protocol_error(
+    client: H2Client,
+) -> None:
+    stream_id = open_stream(client)
+    client.send(PriorityFrame(stream_id, depends_on=stream_id, stream_weight=16))
+    client.expect_stream_error(stream_id, ErrorCode.PROTOCOL_ERROR)
+
+
+def test_headers_making_a_stream_depend_on_itself_are_a_protocol_error(
+    client: H2Client,
+) -> None:
+    block = client.encoder.encode(client.request_headers("GET", "/ping"))
+    stream_id = client.new_stream()
+    headers = HeadersFrame(stream_id, block, depends_on=stream_id, stream_weight=16)
+    for flag in ("PRIORITY", "END_HEADERS", "END_STREAM"):
+        headers.flags.add(flag)
+    client.send(headers)
+    client.expect_stream_error(stream_id, ErrorCode.PROTOCOL_ERROR)
+
+
 def test_priority_on_idle_and_closed_streams_is_accepted(client: H2Client) -> None:
     client.send(PriorityFrame(3, depends_on=0, stream_weight=100))  # stream 3 is idle
     answered = client.get("/ping")  # opens stream 1
@@ -460,6 +480,20 @@ def test_a_setting_out_of_range_is_a_connection_error(
 ) -> None:
     client.send(frame(FrameType.SETTINGS, 0, 0, settings_payload({setting: value})))
     client.expect_connection_error(code)
+
+
+def test_settings_values_apply_in_the_order_they_appear(connect: Connect) -> None:
+    # The same setting twice in one frame: the last value counts.
+    client = connect()
+    client.auto_window = False
+    payload = settings_payload({Setting.INITIAL_WINDOW_SIZE: 100}) + settings_payload(
+        {Setting.INITIAL_WINDOW_SIZE: 10}
+    )
+    client.send(frame(FrameType.SETTINGS, 0, 0, payload))
+    client.read_until(lambda r: r.kind == FrameType.SETTINGS and r.has("ACK"))
+    stream_id = client.request("GET", "/large?size=1000")
+    client.frames_within(QUIET)
+    assert len(client.responses[stream_id].data) == 10, client.exchange()
 
 
 def test_unknown_settings_are_ignored_and_acknowledged(client: H2Client) -> None:
@@ -602,6 +636,23 @@ def test_a_new_initial_window_size_applies_to_open_streams(connect: Connect) -> 
     assert len(client.response(stream_id).body) == 1000, client.exchange()
 
 
+def test_a_smaller_initial_window_can_leave_a_stream_window_negative(
+    connect: Connect,
+) -> None:
+    # 100 granted and spent, the window then shrinks by 50 to -50: a WINDOW_UPDATE of 60
+    # leaves room for exactly 10 more bytes.
+    client = connect({Setting.INITIAL_WINDOW_SIZE: 100})
+    client.auto_window = False
+    stream_id = client.request("GET", "/large?size=1000")
+    client.frames_within(QUIET)
+    assert len(client.responses[stream_id].data) == 100, client.exchange()
+    client.send_settings({Setting.INITIAL_WINDOW_SIZE: 50})
+    client.wait_settings_ack()
+    client.grant(WindowUpdateFrame(stream_id, 60))
+    client.frames_within(QUIET)
+    assert len(client.responses[stream_id].data) == 110, client.exchange()
+
+
 def test_a_large_response_arrives_whole_in_frames_within_the_default_size(
     client: H2Client,
 ) -> None:
@@ -644,6 +695,14 @@ def test_headers_on_a_closed_stream_are_an_error(client: H2Client) -> None:
     client.expect_stream_error(
         stream_id, ErrorCode.STREAM_CLOSED, ErrorCode.PROTOCOL_ERROR, answered=True
     )
+
+
+def test_a_push_promise_from_the_client_is_a_protocol_error(client: H2Client) -> None:
+    stream_id = open_stream(client)
+    block = client.encoder.encode(client.request_headers("GET", "/ping"))
+    promised = (2).to_bytes(4, "big")
+    client.send(frame(FrameType.PUSH_PROMISE, END_HEADERS, stream_id, promised + block))
+    client.expect_connection_error(ErrorCode.PROTOCOL_ERROR)
 
 
 def test_an_even_stream_identifier_from_the_client_is_a_protocol_error(client: H2Client) -> None:
