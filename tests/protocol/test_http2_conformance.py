@@ -232,7 +232,7 @@ def test_the_reserved_bit_of_the_stream_identifier_is_ignored(client: H2Client) 
     block = client.encoder.encode(client.request_headers("GET", "/ping"))
     stream_id = client.new_stream()
     client.send(frame(FrameType.HEADERS, END_STREAM | END_HEADERS, stream_id, block, reserved=True))
-    assert client.response(stream_id).body == b"pong"
+    assert client.response(stream_id).body == b"pong", client.exchange()
 
 
 def test_data_over_max_frame_size_is_a_frame_size_error(client: H2Client) -> None:
@@ -275,7 +275,7 @@ def test_data_with_padding_as_long_as_the_payload_is_a_protocol_error(client: H2
 def test_padded_data_is_accepted_and_counted(client: H2Client) -> None:
     stream_id = open_stream(client)
     client.send(DataFrame(stream_id, b"hello", pad_length=20, flags=["PADDED", "END_STREAM"]))
-    assert client.response(stream_id).body == b"hello"
+    assert client.response(stream_id).body == b"hello", client.exchange()
 
 
 # -- RFC 9113 §6.2 and §6.10: HEADERS and CONTINUATION --------------------------------------
@@ -302,7 +302,7 @@ def test_padded_headers_with_priority_are_accepted(client: H2Client) -> None:
     for flag in ("PADDED", "PRIORITY", "END_HEADERS", "END_STREAM"):
         headers.flags.add(flag)
     client.send(headers)
-    assert client.response(stream_id).body == b"pong"
+    assert client.response(stream_id).body == b"pong", client.exchange()
 
 
 def test_a_request_split_over_continuation_frames_is_answered(client: H2Client) -> None:
@@ -310,7 +310,7 @@ def test_a_request_split_over_continuation_frames_is_answered(client: H2Client) 
     extra = [(f"x-part-{i}", "v" * 40) for i in range(10)]
     headers = client.request_headers("GET", "/ping", extra)
     client.send_headers(stream_id, headers, max_fragment=100)  # one HEADERS, 4 CONTINUATION
-    assert client.response(stream_id).body == b"pong"
+    assert client.response(stream_id).body == b"pong", client.exchange()
 
 
 @pytest.mark.parametrize(
@@ -435,7 +435,7 @@ def test_after_rst_stream_the_server_stops_sending_on_it(client: H2Client) -> No
     late = sum(len(r.frame.data) for r in after if r.stream_id == stream_id)
     assert late <= 1 << 20, (sent_before, late, client.exchange())
     client.auto_window = True
-    assert client.get("/ping").body == b"pong"
+    assert client.get("/ping").body == b"pong", client.exchange()
 
 
 def test_frames_on_a_stream_the_client_reset_are_stream_closed(client: H2Client) -> None:
@@ -499,7 +499,7 @@ def test_settings_values_apply_in_the_order_they_appear(connect: Connect) -> Non
 def test_unknown_settings_are_ignored_and_acknowledged(client: H2Client) -> None:
     client.send(frame(FrameType.SETTINGS, 0, 0, settings_payload({0xFF: 1, 0x4242: 7})))
     client.read_until(lambda r: r.kind == FrameType.SETTINGS and r.has("ACK"))
-    assert client.get("/ping").body == b"pong"
+    assert client.get("/ping").body == b"pong", client.exchange()
 
 
 def test_a_larger_max_frame_size_lets_the_server_send_larger_frames(connect: Connect) -> None:
@@ -555,7 +555,7 @@ def test_a_goaway_from_the_client_still_gets_its_open_streams_answered(client: H
     # requests are still answered.
     stream_id = client.request("POST", "/echo", body=b"before goaway")
     client.send(GoAwayFrame(0, last_stream_id=0, error_code=ErrorCode.NO_ERROR))
-    assert client.response(stream_id).body == b"before goaway"
+    assert client.response(stream_id).body == b"before goaway", client.exchange()
     for received in client.frames_within(QUIET):
         if received.kind == FrameType.GOAWAY:
             assert received.error_code == ErrorCode.NO_ERROR, client.exchange()
@@ -721,8 +721,8 @@ def test_a_decreasing_stream_identifier_is_a_protocol_error(client: H2Client) ->
 def test_concurrent_streams_are_answered_independently(client: H2Client) -> None:
     first = client.request("POST", "/echo", body=b"one")
     second = client.request("GET", "/ping")
-    assert client.response(second).body == b"pong"
-    assert client.response(first).body == b"one"
+    assert client.response(second).body == b"pong", client.exchange()
+    assert client.response(first).body == b"one", client.exchange()
 
 
 def test_streams_beyond_the_advertised_limit_are_refused(client: H2Client) -> None:
@@ -742,7 +742,7 @@ def test_streams_beyond_the_advertised_limit_are_refused(client: H2Client) -> No
     assert refused.error_code in (ErrorCode.REFUSED_STREAM, ErrorCode.PROTOCOL_ERROR)
     for stream_id in opened:
         client.reset(stream_id)
-    assert client.get("/ping").body == b"pong"
+    assert client.get("/ping").body == b"pong", client.exchange()
 
 
 # -- RFC 7541: header compression -----------------------------------------------------------
@@ -768,7 +768,7 @@ def test_an_undecodable_header_block_is_a_compression_error(client: H2Client, bl
 def test_the_dynamic_table_carries_over_between_requests(client: H2Client) -> None:
     for _ in range(3):  # the second and third blocks refer to entries the first added
         stream_id = client.request("POST", "/echo", body=b"x", headers=[("x-same", "v" * 50)])
-        assert client.response(stream_id).body == b"x"
+        assert client.response(stream_id).body == b"x", client.exchange()
 
 
 # -- RFC 9113 §8.1-8.3: malformed requests --------------------------------------------------
@@ -810,7 +810,7 @@ def test_a_malformed_request_is_a_stream_protocol_error(
 
 def test_te_trailers_is_allowed(client: H2Client) -> None:
     stream_id = client.request("GET", "/ping", headers=[("te", "trailers")])
-    assert client.response(stream_id).body == b"pong"
+    assert client.response(stream_id).body == b"pong", client.exchange()
 
 
 def test_a_body_shorter_than_content_length_is_malformed(client: H2Client) -> None:
@@ -840,14 +840,14 @@ def test_a_body_ended_by_an_empty_data_frame_is_received_whole(client: H2Client)
     stream_id = open_stream(client)
     client.send(DataFrame(stream_id, b"body"))
     client.send(DataFrame(stream_id, b"", flags=["END_STREAM"]))
-    assert client.response(stream_id).body == b"body"
+    assert client.response(stream_id).body == b"body", client.exchange()
 
 
 def test_trailers_after_a_body_are_accepted(client: H2Client) -> None:
     stream_id = open_stream(client)
     client.send(DataFrame(stream_id, b"body"))
     client.send_headers(stream_id, [("x-checksum", "abc")])
-    assert client.response(stream_id).body == b"body"
+    assert client.response(stream_id).body == b"body", client.exchange()
 
 
 # -- limits: one abusive client must not hurt the server ------------------------------------
@@ -913,7 +913,7 @@ def test_a_header_list_over_the_limit_is_refused(client: H2Client) -> None:
 def test_a_header_list_of_8_kib_is_answered(client: H2Client) -> None:
     fields = [(f"x-field-{i}", "v" * 1000) for i in range(8)]
     stream_id = client.request("GET", "/ping", headers=fields)
-    assert client.response(stream_id).body == b"pong"
+    assert client.response(stream_id).body == b"pong", client.exchange()
 
 
 def test_an_endless_header_block_is_cut_off(client: H2Client) -> None:
@@ -955,7 +955,7 @@ def test_an_error_on_one_connection_leaves_the_others_open(connect: Connect) -> 
     offender.send(frame(FrameType.DATA, 0, 0, b"stray"))
     offender.expect_connection_error(ErrorCode.PROTOCOL_ERROR)
     bystander.send(DataFrame(stream_id, b"still here", flags=["END_STREAM"]))
-    assert bystander.response(stream_id).body == b"still here"
+    assert bystander.response(stream_id).body == b"still here", bystander.exchange()
 
 
 @pytest.mark.parametrize("path", ["/ping", "/large?size=1000"])
