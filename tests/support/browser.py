@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from websockets.sync.client import ClientConnection, connect
@@ -34,9 +35,10 @@ def chromium_or_skip() -> str:
 
 
 class Browser:
-    """One headless Chromium process with its own profile; a context manager."""
+    """One headless Chromium process with its own profile; a context manager. `args` are
+    more command-line switches (a certificate to trust, say)."""
 
-    def __init__(self, executable: str) -> None:
+    def __init__(self, executable: str, args: Sequence[str] = ()) -> None:
         self._profile = tempfile.mkdtemp(prefix="socketify-chromium-")
         self._proc = subprocess.Popen(
             [
@@ -47,6 +49,7 @@ class Browser:
                 "--no-first-run",
                 "--remote-debugging-port=0",
                 f"--user-data-dir={self._profile}",
+                *args,
                 "about:blank",
             ],
             stdout=subprocess.DEVNULL,

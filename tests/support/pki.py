@@ -10,7 +10,9 @@ choose.
 
 from __future__ import annotations
 
+import base64
 import datetime
+import hashlib
 import ipaddress
 import ssl
 from dataclasses import dataclass
@@ -21,7 +23,16 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["CLIENT_NAME", "ROGUE_NAME", "SNI_HOST", "Pair", "Pki", "make_pki", "self_signed"]
+__all__ = [
+    "CLIENT_NAME",
+    "ROGUE_NAME",
+    "SNI_HOST",
+    "Pair",
+    "Pki",
+    "make_pki",
+    "self_signed",
+    "spki_sha256",
+]
 
 SNI_HOST = "sni.example.test"
 CLIENT_NAME = "client-alice"
@@ -173,3 +184,13 @@ def self_signed(directory: Path, name: str, sans: list[str]) -> Pair:
             alt_names.append(x509.DNSName(san))
     key = _key()
     return _write(directory, name, _certificate(sans[0], key, None, ca=True, sans=alt_names), key)
+
+
+def spki_sha256(cert_path: str) -> str:
+    """The base64 SHA-256 of a certificate's public key (its SubjectPublicKeyInfo): what
+    Chromium's `--ignore-certificate-errors-spki-list` takes to trust that one key."""
+    cert = x509.load_pem_x509_certificate(Path(cert_path).read_bytes())
+    der = cert.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return base64.b64encode(hashlib.sha256(der).digest()).decode()
