@@ -131,7 +131,8 @@ class Stream:
             if head.content_length is not None and head.content_length > opts.max_body_size:
                 self._answer_plain(413, PAYLOAD_TOO_LARGE)
                 return
-            body = b"" if self._ended and head.content_length is None else _Body(self)
+            no_body = self._ended and head.content_length is None and not self._chunks
+            body = b"" if no_body else _Body(self)
             req = Request(head, body, conn.addr, opts.trust_proxy, conn.scheme)
             if conn.peer_cert is not None:
                 req.client_cert = conn.peer_cert
