@@ -7,11 +7,13 @@ import h2.connection
 import h2.events
 import h2.settings
 import pytest
+from h2.errors import ErrorCodes
 from hyperframe.frame import ContinuationFrame, HeadersFrame, PingFrame, SettingsFrame
 
 from socketify.protocol.http2 import (
     ENHANCE_YOUR_CALM,
     NO_ERROR,
+    PROTOCOL_ERROR,
     REFUSED_STREAM,
     BodyData,
     ConnectionTerminated,
@@ -25,6 +27,7 @@ from socketify.protocol.http2 import (
 )
 from socketify.protocol.http11 import header_field
 
+COMPRESSION_ERROR = int(ErrorCodes.COMPRESSION_ERROR)
 GET = [(":method", "GET"), (":scheme", "https"), (":authority", "example.com"), (":path", "/a?b=1")]
 
 
@@ -336,3 +339,137 @@ def test_peer_goaway_is_reported() -> None:
     pair.client.close_connection()
     (end,) = pair.to_server()
     assert isinstance(end, ConnectionTerminated) and end.by_peer
+
+
+# -- malformed requests reset their stream; the connection serves on -------------------------
+
+
+def lenient_pair() -> Pair:
+    """A pair whose client sends header lists as given, malformed ones too."""
+    pair = Pair()
+    pair.client.config.validate_outbound_headers = False
+    pair.client.config.normalize_outbound_headers = False
+    return pair
+
+
+def assert_stream_reset(pair: Pair, sid: int) -> None:
+    client_events = pair.to_client()
+    resets = of(h2.events.StreamReset, client_events)
+    assert [(e.stream_id, e.error_code) for e in resets] == [(sid, PROTOCOL_ERROR)]
+    assert not of(h2.events.ConnectionTerminated, client_events)
+    again = pair.request()
+    assert of(RequestOpened, pair.to_server())[0].stream_id == again
+
+
+PLAIN = [(":method", "GET"), (":scheme", "https"), (":path", "/")]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        pytest.param([*PLAIN, ("X-Upper", "1")], id="uppercase-name"),
+        pytest.param([*PLAIN, ("x bad", "1")], id="space-in-name"),
+        pytest.param([*PLAIN, ("x:bad", "1")], id="colon-in-name"),
+        pytest.param([*PLAIN, ("", "1")], id="empty-name"),
+        pytest.param([*PLAIN, ("x-bad", "a\r\nb")], id="crlf-in-value"),
+        pytest.param([*PLAIN, ("x-bad", "a\x00b")], id="nul-in-value"),
+        pytest.param([*PLAIN, ("x-bad", " a")], id="leading-space-in-value"),
+        pytest.param([*PLAIN, ("x-bad", "a\t")], id="trailing-tab-in-value"),
+        pytest.param([*PLAIN, ("connection", "close")], id="connection"),
+        pytest.param([*PLAIN, ("keep-alive", "timeout=5")], id="keep-alive"),
+        pytest.param([*PLAIN, ("proxy-connection", "close")], id="proxy-connection"),
+        pytest.param([*PLAIN, ("transfer-encoding", "chunked")], id="transfer-encoding"),
+        pytest.param([*PLAIN, ("upgrade", "h2c")], id="upgrade"),
+        pytest.param([*PLAIN, ("te", "gzip")], id="te-not-trailers"),
+        pytest.param(PLAIN[1:], id="no-method"),
+        pytest.param([PLAIN[0], PLAIN[2]], id="no-scheme"),
+        pytest.param(PLAIN[:2], id="no-path"),
+        pytest.param([*PLAIN[:2], (":path", "")], id="empty-path"),
+        pytest.param([*PLAIN, (":method", "GET")], id="duplicate-method"),
+        pytest.param([*PLAIN, (":scheme", "http")], id="duplicate-scheme"),
+        pytest.param([*PLAIN, (":path", "/")], id="duplicate-path"),
+        pytest.param([*PLAIN, (":authority", "a"), (":authority", "b")], id="two-authorities"),
+        pytest.param([*PLAIN, (":foo", "bar")], id="unknown-pseudo-header"),
+        pytest.param([*PLAIN, (":status", "200")], id="response-pseudo-header"),
+        pytest.param([PLAIN[0], ("x-a", "1"), *PLAIN[1:]], id="pseudo-after-regular"),
+        pytest.param([*PLAIN, ("content-length", "1x")], id="content-length-not-digits"),
+        pytest.param(
+            [*PLAIN, ("content-length", "1"), ("content-length", "2")],
+            id="conflicting-content-lengths",
+        ),
+        pytest.param([*PLAIN, ("Content-Length", "0")], id="uppercase-content-length"),
+    ],
+)
+def test_a_malformed_request_resets_only_its_stream(headers: list[tuple[str, str]]) -> None:
+    pair = lenient_pair()
+    sid = pair.request(headers, end=False)
+    assert not of(RequestOpened, pair.to_server())
+    assert_stream_reset(pair, sid)
+
+
+def test_te_trailers_and_repeated_equal_content_lengths_are_accepted() -> None:
+    pair = lenient_pair()
+    pair.request([*PLAIN, ("te", "trailers"), ("content-length", "0"), ("content-length", "0")])
+    (opened,) = of(RequestOpened, pair.to_server())
+    assert opened.head.content_length == 0
+    assert opened.head.names["te"] == "trailers"
+
+
+def test_a_content_length_with_no_body_resets_the_stream() -> None:
+    pair = lenient_pair()
+    sid = pair.request([*PLAIN, ("content-length", "3")])
+    assert not of(RequestOpened, pair.to_server())
+    assert_stream_reset(pair, sid)
+
+
+@pytest.mark.parametrize("body", [b"ab", b"abcd"], ids=["shorter", "longer"])
+def test_a_body_that_does_not_match_its_content_length_resets_the_stream(body: bytes) -> None:
+    pair = lenient_pair()
+    sid = pair.request([*PLAIN, ("content-length", "3")], end=False)
+    (opened,) = of(RequestOpened, pair.to_server())
+    assert opened.head.names["content-length"] == "3"
+    pair.client.send_data(sid, body, end_stream=True)
+    events = pair.to_server()
+    assert not of(StreamEnded, events)
+    (reset,) = of(StreamReset, events)
+    assert (reset.stream_id, reset.error_code, reset.by_peer) == (sid, PROTOCOL_ERROR, False)
+    pair.server.finished(sid)
+    assert_stream_reset(pair, sid)
+
+
+def test_a_body_that_matches_its_content_length_in_pieces_is_received() -> None:
+    pair = lenient_pair()
+    sid = pair.request([*PLAIN, ("content-length", "4")], end=False)
+    pair.to_server()
+    pair.client.send_data(sid, b"ab")
+    pair.client.send_data(sid, b"cd", end_stream=True)
+    events = pair.to_server()
+    assert b"".join(e.data for e in of(BodyData, events)) == b"abcd"
+    assert of(StreamEnded, events)
+
+
+@pytest.mark.parametrize(
+    "trailers",
+    [[(":path", "/")], [("X-Upper", "1")], [("connection", "close")]],
+    ids=["pseudo-header", "uppercase-name", "connection-specific"],
+)
+def test_malformed_trailers_reset_the_stream(trailers: list[tuple[str, str]]) -> None:
+    pair = lenient_pair()
+    sid = pair.request(PLAIN, end=False)
+    pair.to_server()
+    pair.client.send_data(sid, b"body")
+    pair.client.send_headers(sid, trailers, end_stream=True)
+    events = pair.to_server()
+    assert not of(StreamEnded, events)
+    assert [e.stream_id for e in of(StreamReset, events)] == [sid]
+    pair.server.finished(sid)
+    assert_stream_reset(pair, sid)
+
+
+def test_an_undecodable_header_block_is_a_compression_error() -> None:
+    pair = Pair()
+    block = HeadersFrame(1, data=b"\x80", flags=("END_HEADERS", "END_STREAM"))
+    (end,) = of(ConnectionTerminated, pair.server.receive_data(block.serialize()))
+    assert (end.error_code, end.by_peer) == (COMPRESSION_ERROR, False)
+    goaway = of(h2.events.ConnectionTerminated, pair.to_client())
+    assert goaway[0].error_code == COMPRESSION_ERROR

@@ -17,6 +17,12 @@ refused with RST_STREAM REFUSED_STREAM, which a client retries. h2 enforces the 
 limit itself by failing the whole connection, so it is given a looser ceiling and the
 advertised limit is ours to keep.
 
+Malformed requests. h2's own header checks are off: they fail the whole connection, where a
+malformed request (RFC 9113 §8.1.1) is an error of its stream alone. `messages.py` checks the
+header list and the trailers, and this class checks that a body matches its content-length
+(h2 never sees that field, see `hpack_decoder.py`); a malformed stream is reset with
+PROTOCOL_ERROR, and its owner, if it already serves it, gets a `StreamReset`.
+
 Stopping. h2 treats a GOAWAY it sent as the end of everything: after it, no frame may be sent
 or received, so in-flight streams could not finish. `goaway()` therefore writes the GOAWAY
 frame itself and keeps the h2 state open; streams the client opens past the announced last
@@ -45,8 +51,14 @@ from socketify.protocol.http2.events import (
     WindowOpened,
 )
 from socketify.protocol.http2.header_blocks import HeaderBlockGuard, HeaderBlockTooLarge
+from socketify.protocol.http2.hpack_decoder import ServerDecoder
 from socketify.protocol.http2.limits import Http2Limits, RateCounter
-from socketify.protocol.http2.messages import BadRequest, request_head, response_headers
+from socketify.protocol.http2.messages import (
+    BadRequest,
+    request_head,
+    response_headers,
+    trailer_fields,
+)
 from socketify.protocol.http11.serializer import HeaderField
 
 __all__ = ["PREFACE", "Http2ServerConnection", "StreamClosed"]
@@ -79,9 +91,11 @@ class Http2ServerConnection:
         "_out",
         "_pings",
         "_receiving",
+        "_rejected",
         "_resets",
         "_settings",
         "_trailers",
+        "_unread",
         "closed",
         "limits",
     )
@@ -95,8 +109,13 @@ class Http2ServerConnection:
             # lower-cased already: h2's second pass over every answer would cost, not guard.
             validate_outbound_headers=False,
             normalize_outbound_headers=False,
+            # h2 fails the whole connection for a malformed request; messages.py checks each
+            # request in one pass and resets only its stream (see "Malformed requests").
+            validate_inbound_headers=False,
+            normalize_inbound_headers=False,
         )
         conn = self._h2 = h2.connection.H2Connection(config)
+        conn.decoder = ServerDecoder()
         advertised = {
             _Settings.MAX_CONCURRENT_STREAMS: limits.max_concurrent_streams,
             _Settings.MAX_HEADER_LIST_SIZE: limits.max_header_list_size,
@@ -123,6 +142,8 @@ class Http2ServerConnection:
         self._active: set[int] = set()  # streams the owner serves (see "Concurrency")
         self._receiving: set[int] = set()  # streams whose client side is still open
         self._trailers: dict[int, tuple[tuple[str, str], ...]] = {}
+        self._unread: dict[int, int] = {}  # body bytes a request's content-length still owes
+        self._rejected: set[int] = set()  # malformed streams the owner still serves
         self._last_stream_id: int | None = None  # set by goaway(): newer streams are refused
         self._out = bytearray()  # frames of ours that must precede h2's next output
         self.closed = False  # a GOAWAY ended the connection (ours after close(), or theirs)
@@ -159,8 +180,7 @@ class Http2ServerConnection:
                 if not self._stream_reset(event, events):
                     break
             elif isinstance(event, h2.events.TrailersReceived):
-                assert event.stream_id is not None
-                self._trailers[event.stream_id] = _decoded(event.headers or ())
+                self._trailers_received(event, events)
             elif isinstance(event, h2.events.PingReceived):
                 if not self._pings.hit():
                     events.append(self._fail(ENHANCE_YOUR_CALM, "PING flood"))
@@ -192,10 +212,15 @@ class Http2ServerConnection:
         except BadRequest:
             self.reset(sid, PROTOCOL_ERROR)
             return
-        self._active.add(sid)
         ended = event.stream_ended is not None
+        if ended and head.content_length:
+            self.reset(sid, PROTOCOL_ERROR)  # a body announced, none sent
+            return
+        self._active.add(sid)
         if not ended:
             self._receiving.add(sid)
+            if head.content_length is not None:
+                self._unread[sid] = head.content_length
         events.append(RequestOpened(sid, head, ended))
 
     def _ended(self, event: h2.events.StreamEnded, events: list[Event]) -> None:
@@ -203,23 +228,50 @@ class Http2ServerConnection:
         assert sid is not None
         self._receiving.discard(sid)
         trailers = self._trailers.pop(sid, ())
-        if sid in self._active:
+        if self._unread.pop(sid, 0):
+            self._reject(sid, "body shorter than its content-length", events)
+        elif sid in self._active and sid not in self._rejected:
             events.append(StreamEnded(sid, trailers))
 
     def _data(self, event: h2.events.DataReceived, events: list[Event]) -> None:
         sid = event.stream_id
         assert sid is not None
         length = event.flow_controlled_length or 0
-        if sid in self._active:
-            events.append(BodyData(sid, event.data or b"", length))
+        data = event.data or b""
+        unread = self._unread.get(sid)
+        if unread is not None:
+            unread -= len(data)
+            if unread < 0:
+                self._reject(sid, "body longer than its content-length", events)
+            else:
+                self._unread[sid] = unread
+        if sid in self._active and sid not in self._rejected:
+            events.append(BodyData(sid, data, length))
         elif length:
             self._h2.acknowledge_received_data(length, sid)  # a refused stream's: give it back
+
+    def _trailers_received(self, event: h2.events.TrailersReceived, events: list[Event]) -> None:
+        sid = event.stream_id
+        assert sid is not None
+        try:
+            self._trailers[sid] = trailer_fields(event.headers or ())
+        except BadRequest as exc:
+            self._reject(sid, str(exc), events)
+
+    def _reject(self, sid: int, detail: str, events: list[Event]) -> None:
+        """Reset a malformed request's stream; its handler, if it runs, hears it is gone."""
+        self._unread.pop(sid, None)
+        self.reset(sid, PROTOCOL_ERROR)
+        if sid in self._active and sid not in self._rejected:
+            self._rejected.add(sid)
+            events.append(StreamReset(sid, PROTOCOL_ERROR, by_peer=False))
 
     def _stream_reset(self, event: h2.events.StreamReset, events: list[Event]) -> bool:
         sid = event.stream_id
         assert sid is not None
         self._receiving.discard(sid)
         self._trailers.pop(sid, None)
+        self._unread.pop(sid, None)
         if event.remote_reset and not self._resets.hit():
             events.append(self._fail(ENHANCE_YOUR_CALM, "too many streams reset"))
             return False
@@ -311,6 +363,7 @@ class Http2ServerConnection:
         unless `drain`: the rest is then taken (and dropped) as it comes, a cheaper end than
         a reset for a short rest, and one that every client handles."""
         self._active.discard(stream_id)
+        self._rejected.discard(stream_id)
         if stream_id in self._receiving and not drain:
             # The answer is complete, so the rest of the request is not wanted: NO_ERROR.
             self.reset(stream_id, NO_ERROR)
@@ -362,7 +415,3 @@ class Http2ServerConnection:
             method(stream_id, payload, **flags)
         except (h2.exceptions.StreamClosedError, h2.exceptions.NoSuchStreamError):
             raise StreamClosed(stream_id) from None
-
-
-def _decoded(fields: Iterable[tuple[bytes, bytes]]) -> tuple[tuple[str, str], ...]:
-    return tuple((name.decode("latin-1"), value.decode("latin-1")) for name, value in fields)
