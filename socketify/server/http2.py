@@ -34,6 +34,7 @@ from socketify.protocol.http2 import (
     ConnectionTerminated,
     Http2Limits,
     Http2ServerConnection,
+    PeerGoingAway,
     RequestOpened,
     StreamEnded,
     StreamReset,
@@ -158,10 +159,12 @@ class Http2Session:
                 stream = streams.get(event.stream_id)
                 if stream is not None:
                     stream.gone()
+            elif isinstance(event, PeerGoingAway):
+                self.stop()  # the client opens no more streams: answer the open ones, close
             elif isinstance(event, ConnectionTerminated) and not event.by_peer:
                 log.info("HTTP/2 client %s: %s", self.conn.addr, event.detail)
-            # After a GOAWAY either way h2 takes and sends nothing more, so `serve` ends
-            # the session (clients send theirs once their last answer is in).
+            # After a GOAWAY of ours for bad input h2 takes and sends nothing more, so
+            # `serve` ends the session.
 
     def _open(self, event: RequestOpened) -> None:
         if not self.streams:

@@ -13,12 +13,14 @@ from hyperframe.frame import ContinuationFrame, HeadersFrame, PingFrame, Setting
 from socketify.protocol.http2 import (
     ENHANCE_YOUR_CALM,
     NO_ERROR,
+    PREFACE,
     PROTOCOL_ERROR,
     REFUSED_STREAM,
     BodyData,
     ConnectionTerminated,
     Http2Limits,
     Http2ServerConnection,
+    PeerGoingAway,
     RequestOpened,
     StreamClosed,
     StreamEnded,
@@ -28,6 +30,7 @@ from socketify.protocol.http2 import (
 from socketify.protocol.http11 import header_field
 
 COMPRESSION_ERROR = int(ErrorCodes.COMPRESSION_ERROR)
+FRAME_SIZE_ERROR = int(ErrorCodes.FRAME_SIZE_ERROR)
 GET = [(":method", "GET"), (":scheme", "https"), (":authority", "example.com"), (":path", "/a?b=1")]
 
 
@@ -334,11 +337,53 @@ def test_finished_before_the_body_ended_resets_with_no_error() -> None:
     assert pair.server.open_streams == 0
 
 
-def test_peer_goaway_is_reported() -> None:
+def test_peer_goaway_is_reported_and_open_streams_are_still_answered() -> None:
     pair = Pair()
+    sid = pair.request()
+    pair.to_server()
     pair.client.close_connection()
-    (end,) = pair.to_server()
-    assert isinstance(end, ConnectionTerminated) and end.by_peer
+    assert pair.to_server() == [PeerGoingAway()]
+    assert not pair.server.closed
+    pair.server.start_response(sid, 200, (), length=2)
+    pair.server.send_data(sid, b"ok", end_stream=True)
+    assert b"ok" in pair.server.data_to_send()
+
+
+def test_peer_goaway_fed_byte_by_byte_is_still_hidden_from_h2() -> None:
+    pair = Pair()
+    sid = pair.request()
+    pair.to_server()
+    pair.client.close_connection()
+    events = [
+        e for byte in pair.client.data_to_send() for e in pair.server.receive_data(bytes([byte]))
+    ]
+    assert events == [PeerGoingAway()]
+    pair.server.start_response(sid, 204, (), end_stream=True)
+    assert pair.server.data_to_send()
+
+
+def test_a_frame_header_over_max_frame_size_is_refused_before_its_payload() -> None:
+    pair = Pair()
+    header = (20000).to_bytes(3, "big") + b"\x06\x00" + bytes(4)  # a PING's header only
+    (end,) = of(ConnectionTerminated, pair.server.receive_data(header))
+    assert end.error_code == FRAME_SIZE_ERROR
+
+
+def test_a_settings_ack_with_a_payload_is_a_frame_size_error() -> None:
+    pair = Pair()
+    ack = SettingsFrame(0, settings={4: 100}).serialize()
+    ack = ack[:4] + b"\x01" + ack[5:]  # the ACK flag, with the payload kept
+    (end,) = of(ConnectionTerminated, pair.server.receive_data(ack))
+    assert end.error_code == FRAME_SIZE_ERROR
+
+
+def test_a_preface_not_followed_by_settings_is_a_protocol_error() -> None:
+    server = Http2ServerConnection()
+    server.data_to_send()
+    ping = PingFrame(0, opaque_data=b"12345678").serialize()
+    (end,) = of(ConnectionTerminated, server.receive_data(PREFACE + ping))
+    assert end.error_code == PROTOCOL_ERROR
+    assert server.data_to_send()  # the GOAWAY
 
 
 # -- malformed requests reset their stream; the connection serves on -------------------------

@@ -3,7 +3,8 @@
 Theory of operation. `Http2ServerConnection` wraps an `h2.connection.H2Connection` and speaks
 to its owner in the server's own terms. The owner feeds it what the socket received and acts
 on the events it returns (`events.py`): a `RequestOpened` with a `RequestHead`, `BodyData`,
-`StreamEnded`, `StreamReset`, `WindowOpened`, `ConnectionTerminated`. To answer, it calls
+`StreamEnded`, `StreamReset`, `WindowOpened`, `PeerGoingAway`, `ConnectionTerminated`. Before
+h2 sees the bytes, `frame_headers.py` checks the frame headers. To answer, the owner calls
 `start_response`, `send_data` (which takes only what flow control allows and says how much),
 `send_trailers` or `reset`, then writes whatever `data_to_send()` returns. Nothing here
 blocks or raises into the owner for bad input: a client that breaks the protocol or a limit
@@ -26,7 +27,9 @@ PROTOCOL_ERROR, and its owner, if it already serves it, gets a `StreamReset`.
 Stopping. h2 treats a GOAWAY it sent as the end of everything: after it, no frame may be sent
 or received, so in-flight streams could not finish. `goaway()` therefore writes the GOAWAY
 frame itself and keeps the h2 state open; streams the client opens past the announced last
-stream id are refused. `close()` ends the connection for good.
+stream id are refused. `close()` ends the connection for good. For the same reason h2 never
+sees the client's GOAWAY (`frame_headers.py` hides it): the owner gets a `PeerGoingAway`,
+answers the streams open, then closes.
 """
 
 from __future__ import annotations
@@ -45,12 +48,13 @@ from socketify.protocol.http2.events import (
     BodyData,
     ConnectionTerminated,
     Event,
+    PeerGoingAway,
     RequestOpened,
     StreamEnded,
     StreamReset,
     WindowOpened,
 )
-from socketify.protocol.http2.header_blocks import HeaderBlockGuard, HeaderBlockTooLarge
+from socketify.protocol.http2.frame_headers import PREFACE, FrameRefused, FrameScanner
 from socketify.protocol.http2.hpack_decoder import ServerDecoder
 from socketify.protocol.http2.limits import Http2Limits, RateCounter
 from socketify.protocol.http2.messages import (
@@ -63,7 +67,6 @@ from socketify.protocol.http11.serializer import HeaderField
 
 __all__ = ["PREFACE", "Http2ServerConnection", "StreamClosed"]
 
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 NO_ERROR = int(ErrorCodes.NO_ERROR)
 PROTOCOL_ERROR = int(ErrorCodes.PROTOCOL_ERROR)
 INTERNAL_ERROR = int(ErrorCodes.INTERNAL_ERROR)
@@ -85,14 +88,15 @@ class Http2ServerConnection:
 
     __slots__ = (
         "_active",
-        "_guard",
         "_h2",
         "_last_stream_id",
         "_out",
+        "_peer_goaway",
         "_pings",
         "_receiving",
         "_rejected",
         "_resets",
+        "_scanner",
         "_settings",
         "_trailers",
         "_unread",
@@ -135,7 +139,7 @@ class Http2ServerConnection:
         conn.max_inbound_frame_size = limits.max_frame_size
         conn.decoder.max_header_list_size = limits.max_header_list_size
         conn.increment_flow_control_window(_CONNECTION_WINDOW - 65535)
-        self._guard = HeaderBlockGuard(limits.max_header_block)
+        self._scanner = FrameScanner(limits.max_frame_size, limits.max_header_block)
         self._resets = RateCounter(limits.max_resets_per_second)
         self._pings = RateCounter(limits.max_pings_per_second)
         self._settings = RateCounter(limits.max_settings_per_second)
@@ -145,6 +149,7 @@ class Http2ServerConnection:
         self._unread: dict[int, int] = {}  # body bytes a request's content-length still owes
         self._rejected: set[int] = set()  # malformed streams the owner still serves
         self._last_stream_id: int | None = None  # set by goaway(): newer streams are refused
+        self._peer_goaway = False  # reported the client's GOAWAY
         self._out = bytearray()  # frames of ours that must precede h2's next output
         self.closed = False  # a GOAWAY ended the connection (ours after close(), or theirs)
 
@@ -154,11 +159,11 @@ class Http2ServerConnection:
         """The events in `data`, the next bytes from the client (the preface first)."""
         if self.closed:
             return []
+        scanner = self._scanner
         try:
-            self._guard.feed(data)
-            h2_events = self._h2.receive_data(data)
-        except HeaderBlockTooLarge as exc:
-            return [self._fail(ENHANCE_YOUR_CALM, str(exc))]
+            h2_events = self._h2.receive_data(scanner.feed(data))
+        except FrameRefused as exc:
+            return [self._fail(exc.code, str(exc))]
         except h2.exceptions.ProtocolError as exc:
             code = int(exc.error_code)
             if self._h2.state_machine.state is not h2.connection.ConnectionState.CLOSED:
@@ -196,6 +201,9 @@ class Http2ServerConnection:
                 code, last = int(event.error_code or 0), int(event.last_stream_id or 0)
                 events.append(ConnectionTerminated(code, last, True))
                 break
+        if scanner.peer_goaway and not self._peer_goaway and not self.closed:
+            self._peer_goaway = True
+            events.append(PeerGoingAway())
         return events
 
     def _request(self, event: h2.events.RequestReceived, events: list[Event]) -> None:

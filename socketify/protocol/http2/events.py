@@ -15,6 +15,7 @@ __all__ = [
     "BodyData",
     "ConnectionTerminated",
     "Event",
+    "PeerGoingAway",
     "RequestOpened",
     "StreamEnded",
     "StreamReset",
@@ -65,8 +66,13 @@ class WindowOpened:
 
 
 @dataclass(frozen=True, slots=True)
+class PeerGoingAway:
+    """The client sent GOAWAY: it opens no more streams; answer the open ones, then close."""
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectionTerminated:
-    """The connection is over: the client sent GOAWAY, or we did (`by_peer` False).
+    """The connection is over: we sent GOAWAY (`by_peer` False), or the client ended it.
 
     After our own GOAWAY for bad input the owner flushes `data_to_send()` and closes.
     """
@@ -77,4 +83,12 @@ class ConnectionTerminated:
     detail: str = ""
 
 
-Event = RequestOpened | BodyData | StreamEnded | StreamReset | WindowOpened | ConnectionTerminated
+Event = (
+    RequestOpened
+    | BodyData
+    | StreamEnded
+    | StreamReset
+    | WindowOpened
+    | PeerGoingAway
+    | ConnectionTerminated
+)
