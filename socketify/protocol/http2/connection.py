@@ -268,7 +268,6 @@ class Http2ServerConnection:
 
     def _reject(self, sid: int, detail: str, events: list[Event]) -> None:
         """Reset a malformed request's stream; its handler, if it runs, hears it is gone."""
-        self._unread.pop(sid, None)
         self.reset(sid, PROTOCOL_ERROR)
         if sid in self._active and sid not in self._rejected:
             self._rejected.add(sid)
@@ -359,6 +358,7 @@ class Http2ServerConnection:
     def reset(self, stream_id: int, code: int = INTERNAL_ERROR) -> None:
         """Queue RST_STREAM for a stream, unless it is closed already."""
         self._receiving.discard(stream_id)
+        self._unread.pop(stream_id, None)
         if self.closed:
             return
         try:
