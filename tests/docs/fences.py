@@ -27,7 +27,7 @@ class Block:
     language: str
     title: str
     text: str
-    line: int  # 1-based line of the opening fence, for messages
+    line: int  # 1-based line of the opening fence: the text starts on the next one
 
 
 def pages() -> list[Path]:
@@ -47,6 +47,7 @@ def blocks_of(page: Path) -> list[Block]:
             continue
         indent, fence, info = opening["indent"], opening["fence"], opening["info"].strip()
         body: list[str] = []
+        opened_at = index + 1
         index += 1
         while index < len(lines) and lines[index].strip() != fence:
             line = lines[index]
@@ -55,7 +56,7 @@ def blocks_of(page: Path) -> list[Block]:
         language = info.split(maxsplit=1)[0] if info else ""
         title = TITLE.search(info)
         found.append(
-            Block(language, title["title"] if title else "", "\n".join(body) + "\n", index)
+            Block(language, title["title"] if title else "", "\n".join(body) + "\n", opened_at)
         )
         index += 1
     return found

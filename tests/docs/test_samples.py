@@ -7,7 +7,8 @@ The conventions, which a reader of the pages does not need to know:
   `if __name__ == "__main__":` (which would start a server) is skipped. The requests a page
   shows are `TestClient` calls with their asserts, so running the page checks its answers.
 - A function whose name starts with `test_` that a page defines (a test it shows) is called
-  once the page's samples have run.
+  once the page's samples have run; a `title="test_x.py"` block is a test module, imported
+  and its tests run the same way (with the `live_server` fixture when they ask for it).
 - A block with `title="path"` is a file of the example: it is written under a fresh working
   folder (on the import path) before the page's samples run, so `templates/page.html` or
   `app.py` exist for the code that reads or imports them.
@@ -19,16 +20,22 @@ Pages are found by globbing docs/, so a page added later is covered without a ch
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from socketify.testing.client import live_server_fixture
 from tests.docs.fences import DOCS, Block, blocks_of, command_lines, pages
 from tests.support.serve import SOCKETIFY, server_environment
+from tests.support.services import require_service
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -36,6 +43,9 @@ SHELL_LANGUAGES = ("console", "sh", "shell", "bash")
 OPTION = re.compile(r"^--[a-z][a-z0-9-]*")
 # Guide pages must each show working code; the reference is generated from docstrings.
 GUIDES = ("getting-started.md", "guide/")
+# A page whose samples name one of these needs that service running (CI starts them).
+FIXTURES: dict[str, Callable[[], Iterator[Any]]] = {"live_server": live_server_fixture}
+SERVICES = {"redis://127.0.0.1:6379": ("Redis", "127.0.0.1", 6379)}
 
 
 def page_id(page: Path) -> str:
@@ -53,6 +63,9 @@ def test_the_python_samples_of_the_page_run(
     blocks = blocks_of(page)
     if not any(block.language in ("python", "py") for block in blocks):
         pytest.skip("no python sample on this page")
+    for marker, (service, host, port) in SERVICES.items():
+        if any(marker in block.text for block in python_blocks(page)):
+            require_service(service, host, port)
     for block in blocks:
         if block.title:
             path = tmp_path / block.title
@@ -63,14 +76,43 @@ def test_the_python_samples_of_the_page_run(
     namespace: dict[str, object] = {"__name__": "docs_sample"}
     try:
         for block in python_blocks(page):
-            where = f"{page_id(page)}:{block.line}"
-            code = compile(block.text, where, "exec")
-            exec(code, namespace)  # a failing sample fails here, its page and line shown
-        for name, value in list(namespace.items()):
-            if name.startswith("test_") and callable(value):
-                value()  # a test the page shows, as pytest would run it
+            if is_test_file(block):
+                continue  # a module of its own, run below as pytest would
+            # Blank lines in front, so a traceback names the sample's line in the page.
+            code = compile("\n" * block.line + block.text, str(page), "exec")
+            exec(code, namespace)
+        run_tests(namespace)
+        for block in python_blocks(page):
+            if is_test_file(block):
+                module = importlib.import_module(Path(block.title).stem)
+                run_tests(vars(module))
     finally:
         forget_modules_under(tmp_path)
+
+
+def run_tests(namespace: dict[str, Any]) -> None:
+    """Call the `test_*` functions of `namespace` as pytest would, with the fixtures a page
+    may use (`live_server`, the plugin socketify installs)."""
+    for name, value in list(namespace.items()):
+        if not (name.startswith("test_") and inspect.isfunction(value)):
+            continue
+        arguments: dict[str, Any] = {}
+        teardowns = []
+        for parameter in inspect.signature(value).parameters:
+            fixture = FIXTURES[parameter]()  # a KeyError names a fixture this harness lacks
+            arguments[parameter] = next(fixture)
+            teardowns.append(fixture)
+        try:
+            value(**arguments)
+        finally:
+            for fixture in reversed(teardowns):
+                next(fixture, None)
+
+
+def is_test_file(block: Block) -> bool:
+    """A `title="test_x.py"` block: a test module the reader runs with pytest."""
+    name = os.path.basename(block.title)
+    return name.startswith("test_") and name.endswith(".py")
 
 
 def forget_modules_under(folder: Path) -> None:
