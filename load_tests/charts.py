@@ -3,9 +3,9 @@
     python load_tests/charts.py                       # every record in load_tests/results/
     python load_tests/charts.py results/ping-*.json   # some records
 
-Each kind of record becomes one horizontal bar chart: requests (or messages) per second per
-server, ours in orange and the peers in blue, each bar labelled with its figure and, for a
-peer, ours over theirs. The records keep every figure; a chart shows the median of a run's
+Each kind of record (/ping, WebSocket echo, HTTP/2, HTTPS, database) becomes one horizontal
+bar chart: requests (or messages) per second per server, ours in orange, the peers in blue and
+reference lines in grey, each bar labelled with its figure and, for a peer, ours over theirs. The records keep every figure; a chart shows the median of a run's
 rounds where there are rounds. matplotlib is needed here only (`pip install matplotlib`); the
 benchmarks themselves never import it.
 """
@@ -113,6 +113,32 @@ def http2_chart(record: dict[str, Any]) -> Chart:
     )
 
 
+def https_chart(record: dict[str, Any]) -> Chart:
+    """An `https_vs_http.py` record: ours over plain HTTP and TLS, and the peer over TLS."""
+    labels = {"http": ("socketify, plain HTTP", "reference"), "https": ("socketify, TLS", "ours")}
+    medians = {
+        name: statistics.median(r["requests_per_sec"] for r in rounds)
+        for name, rounds in record["targets"].items()
+    }
+    bars = []
+    for name, rate in medians.items():
+        label, kind = labels.get(name, (f"{name}, TLS", "peer"))
+        note = ""
+        if name == "https":
+            note = f"{rate / medians['http']:.2f}x our plain HTTP"
+        elif name != "http":
+            note = f"ours {medians['https'] / rate:.2f}x"
+        bars.append(Bar(label, rate, kind, note))
+    return Chart(
+        f"GET /ping over TLS 1.3 ({record['key']} key), keep-alive",
+        f"median of {record['rounds']} rounds of {record['duration_s']}s, "
+        f"wrk -t1 -c{record['connections']}, {record['pinning']}; "
+        f"{record['cpu_cores']} cores; {record['started'][:10]}",
+        "requests per second",
+        tuple(bars),
+    )
+
+
 def database_chart(record: dict[str, Any]) -> Chart:
     """A `run_db.py` record: per engine, /ping, the ORM read, `get_row` and the bare driver."""
     bars = []
@@ -154,6 +180,7 @@ def chart_for(record: dict[str, Any]) -> Chart | None:
         "websocket-echo": websocket_echo_chart,
         "http2": http2_chart,
         "db-users": database_chart,
+        "https-vs-http": https_chart,
     }
     maker = makers.get(scenario)
     return maker(record) if maker else None

@@ -56,13 +56,11 @@ def python_blocks(page: Path) -> list[Block]:
     return [block for block in blocks_of(page) if block.language in ("python", "py")]
 
 
-@pytest.mark.parametrize("page", pages(), ids=page_id)
+@pytest.mark.parametrize("page", [page for page in pages() if python_blocks(page)], ids=page_id)
 def test_the_python_samples_of_the_page_run(
     page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     blocks = blocks_of(page)
-    if not any(block.language in ("python", "py") for block in blocks):
-        pytest.skip("no python sample on this page")
     for marker, (service, host, port) in SERVICES.items():
         if any(marker in block.text for block in python_blocks(page)):
             require_service(service, host, port)
