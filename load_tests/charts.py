@@ -5,8 +5,9 @@
 
 Each kind of record (/ping, WebSocket echo, HTTP/2, HTTPS, database) becomes one horizontal
 bar chart: requests (or messages) per second per server, ours in orange, the peers in blue and
-reference lines in grey, each bar labelled with its figure and, for a peer, ours over theirs. The records keep every figure; a chart shows the median of a run's
-rounds where there are rounds. matplotlib is needed here only (`pip install matplotlib`); the
+reference lines in grey, each bar labelled with its figure and, for a peer, ours over theirs.
+The records keep every figure; a chart shows the median of a run's rounds where there are
+rounds. matplotlib is needed here only (`pip install matplotlib`); the
 benchmarks themselves never import it.
 """
 
@@ -114,21 +115,30 @@ def http2_chart(record: dict[str, Any]) -> Chart:
 
 
 def https_chart(record: dict[str, Any]) -> Chart:
-    """An `https_vs_http.py` record: ours over plain HTTP and TLS, and the peer over TLS."""
+    """An `https_vs_http.py` record: ours over plain HTTP and TLS, and the peer over TLS.
+
+    The ratios are medians of each round's ratio (the targets of a round ran back to back), as
+    the benchmark prints them, not ratios of the medians.
+    """
+    targets = record["targets"]
     labels = {"http": ("socketify, plain HTTP", "reference"), "https": ("socketify, TLS", "ours")}
-    medians = {
-        name: statistics.median(r["requests_per_sec"] for r in rounds)
-        for name, rounds in record["targets"].items()
-    }
+
+    def rates(name: str) -> list[float]:
+        return [r["requests_per_sec"] for r in targets[name]]
+
+    def paired(numerator: str, denominator: str) -> float:
+        pairs = zip(rates(numerator), rates(denominator), strict=True)
+        return statistics.median(a / b for a, b in pairs)
+
     bars = []
-    for name, rate in medians.items():
+    for name in targets:
         label, kind = labels.get(name, (f"{name}, TLS", "peer"))
         note = ""
         if name == "https":
-            note = f"{rate / medians['http']:.2f}x our plain HTTP"
+            note = f"{paired('https', 'http'):.2f}x our plain HTTP"
         elif name != "http":
-            note = f"ours {medians['https'] / rate:.2f}x"
-        bars.append(Bar(label, rate, kind, note))
+            note = f"ours {paired('https', name):.2f}x"
+        bars.append(Bar(label, statistics.median(rates(name)), kind, note))
     return Chart(
         f"GET /ping over TLS 1.3 ({record['key']} key), keep-alive",
         f"median of {record['rounds']} rounds of {record['duration_s']}s, "

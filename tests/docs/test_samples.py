@@ -43,8 +43,9 @@ SHELL_LANGUAGES = ("console", "sh", "shell", "bash")
 OPTION = re.compile(r"^--[a-z][a-z0-9-]*")
 # Guide pages must each show working code; the reference is generated from docstrings.
 GUIDES = ("getting-started.md", "guide/")
-# A page whose samples name one of these needs that service running (CI starts them).
+# The pytest fixtures a test on a page may ask for, by name.
 FIXTURES: dict[str, Callable[[], Iterator[Any]]] = {"live_server": live_server_fixture}
+# A page whose samples name one of these needs that service running (CI starts them).
 SERVICES = {"redis://127.0.0.1:6379": ("Redis", "127.0.0.1", 6379)}
 
 
