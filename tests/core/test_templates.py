@@ -136,3 +136,11 @@ print(answer.text)
     )
     assert "templates need Jinja2: pip install 'socketify-gevent[templates]'" in result.stdout
     assert TemplatesUnavailable.__name__ in result.stdout
+
+
+def test_info_reports_templates_where_render_works(folder: Path) -> None:
+    from socketify.cli import info
+
+    client = served(folder)
+    assert "Templates: yes" in info().splitlines()
+    assert client.get("/page.html?text=ok").text == "<p>ok</p>"
