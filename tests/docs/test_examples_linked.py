@@ -38,3 +38,10 @@ def test_each_example_names_the_guide_pages_that_explain_it() -> None:
         guides = GUIDE.findall(docstring)
         assert guides, f"{example.relative_to(REPO)} names no guide page"
         assert [guide for guide in guides if not (REPO / guide).is_file()] == []
+
+
+def test_the_charts_and_records_the_readme_cites_exist() -> None:
+    readme = (REPO / "README.md").read_text()
+    cited = re.findall(r"(load_tests/results/[\w.+-]+\.(?:png|svg|json))", readme)
+    assert cited, "the README cites no benchmark result"
+    assert [path for path in cited if not (REPO / path).is_file()] == []
