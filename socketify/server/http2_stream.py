@@ -7,7 +7,7 @@ through the `Response`'s public surface. The greenlet is the only one that waits
 stream: for body bytes (the body is read only when the app asks, and each piece read is
 acknowledged with WINDOW_UPDATE, so what waits unread is bounded by the stream's window;
 `body_timeout` bounds the time spent waiting for them across all the app's reads, as on
-HTTP/1.1, and a body that runs out of it gets a 408, or a reset once the answer started), for
+HTTP/1.1: a body that runs out of it gets a 408, then a reset for the rest), for
 send window (a zero window parks the sender, at most `http2_send_timeout`, then RST_STREAM),
 and for the socket's backlog to drain.
 
@@ -171,14 +171,8 @@ class Stream:
         except (StreamClosed, GreenletExit):
             pass
         except BaseException:
-            if self._body_time < 0:
-                # The body timed out once the answer had started (an echo, say): the
-                # client's fault, and too late for a 408.
-                log.info("HTTP/2 stream %d: request body timed out", self.stream_id)
-                self.proto.reset(self.stream_id, CANCEL)
-            else:
-                log.exception("HTTP/2 answer on stream %d failed", self.stream_id)
-                self.proto.reset(self.stream_id, INTERNAL_ERROR)
+            log.exception("HTTP/2 answer on stream %d failed", self.stream_id)
+            self.proto.reset(self.stream_id, INTERNAL_ERROR)
         finally:
             self.done = True
             if self._unread_flow:
@@ -188,6 +182,10 @@ class Stream:
 
     def next_piece(self) -> bytes:
         """The next body piece, waiting for the client if needed; b"" at the end."""
+        if self.done:
+            # As on HTTP/1.1: the pieces that come once the answer is being written are
+            # dropped (see body_data), so a read then would miss them.
+            raise RuntimeError("the request was answered; its body can no longer be read")
         chunks = self._chunks
         while True:
             if chunks:

@@ -291,3 +291,20 @@ def test_h2_body_sent_in_time_is_served_whole(server: ServerProcess) -> None:
             time.sleep(BODY_TIMEOUT / 4)
         client.send_data(stream_id, b"c")
         assert client.response(stream_id).body == b"3"
+
+
+def test_a_body_read_once_the_answer_is_being_written_fails_on_both_protocols(
+    server: ServerProcess,
+) -> None:
+    # The stream's iterable reads the body after the handler returned: too late on both
+    # (what arrives meanwhile is not kept), so neither answer can pass for a whole one.
+    with connect(server.tcp) as sock:
+        sock.sendall(request_bytes("POST", "/echo-stream", body=b"abc"))
+        res = Reader(sock).read_response()
+    assert (res.status, res.complete) == (200, False)
+    with H2Client.connect(server.tcp) as client:
+        client.handshake()
+        stream_id = client.request("POST", "/echo-stream", body=b"abc")
+        client.read_until(lambda r: r.kind == FrameType.RST_STREAM and r.stream_id == stream_id)
+        assert client.responses[stream_id].reset == ErrorCode.INTERNAL_ERROR
+        assert client.get("/ping").body == b"pong"

@@ -71,3 +71,11 @@ server.get("/digest-stream", digest_stream)
 server.get("/buffered", buffered_with_trailer)
 server.post("/slow", slow_reader)
 server.get("/ping", ping)
+
+
+def echo_stream(req: Request, res: Response) -> None:
+    """The body streamed back as it arrives: the answer starts before the body has ended."""
+    res.stream(req.iter_body())
+
+
+server.post("/echo-stream", echo_stream)
