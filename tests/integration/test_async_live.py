@@ -1,0 +1,120 @@
+"""`async def` handlers through the real `socketify run`: asyncio libraries, concurrency, errors.
+
+One module-scoped server (tests/integration/apps/async_app.py, one worker, so every request
+shares one worker's event loop) and a plain blocking server for httpx.AsyncClient to call.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+import requests
+from websockets.sync.client import connect
+
+from tests.support.serve import Launcher, ServerProcess
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, str]]:
+    """The async app, and the URL of a plain server's /ping for the async HTTP client."""
+    with Launcher(tmp_path_factory.mktemp("async-live")) as launcher:
+        app = launcher("tests.integration.apps.async_app:server", workers=1, wait=False)
+        other = launcher("tests.support.apps.basic:server", workers=1, wait=False)
+        app.wait_serving()
+        other.wait_serving()
+        yield app, f"{other.url}/ping"
+
+
+@pytest.fixture
+def live(servers: tuple[ServerProcess, str]) -> ServerProcess:
+    return servers[0]
+
+
+def test_an_async_handler_awaits_asyncio_sleep_and_answers(live: ServerProcess) -> None:
+    answer = requests.get(f"{live.url}/sleep", params={"s": "0.05"}, timeout=5)
+    assert answer.status_code == 200
+    assert answer.json()["slept"] == 0.05
+    assert answer.headers["X-Async-Middleware"].endswith("ms")
+
+
+def test_an_async_handler_uses_httpx_async_client(servers: tuple[ServerProcess, str]) -> None:
+    live, ping_url = servers
+    answer = requests.get(f"{live.url}/fetch", params={"url": ping_url}, timeout=10)
+    assert answer.json() == {"status": 200, "body": requests.get(ping_url, timeout=5).text}
+
+
+def test_a_hundred_slow_async_requests_share_one_worker_and_finish_in_about_one_sleep(
+    live: ServerProcess,
+) -> None:
+    async def many() -> list[int]:
+        limits = httpx.Limits(max_connections=100)
+        async with httpx.AsyncClient(timeout=20, limits=limits) as client:
+            import asyncio
+
+            replies = await asyncio.gather(
+                *(client.get(f"{live.url}/sleep", params={"s": "1"}) for _ in range(100))
+            )
+        return [reply.status_code for reply in replies]
+
+    import asyncio
+
+    started = time.monotonic()
+    statuses = asyncio.run(many())
+    elapsed = time.monotonic() - started
+    assert statuses == [200] * 100
+    assert elapsed < 4.0, f"100 concurrent 1 s sleeps took {elapsed:.1f} s"
+
+
+def test_async_and_blocking_handlers_do_not_hold_each_other_up(live: ServerProcess) -> None:
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        started = time.monotonic()
+        blocking = pool.submit(requests.get, f"{live.url}/sync?s=1", timeout=10)
+        time.sleep(0.1)
+        quick = requests.get(f"{live.url}/sleep", params={"s": "0"}, timeout=10)
+        quick_took = time.monotonic() - started
+        assert quick.status_code == 200 and blocking.result().text == "sync\n"
+    assert quick_took < 0.9, "an async request waited for a blocking handler's sleep"
+
+
+def test_asyncio_to_thread_keeps_blocking_calls_off_the_event_loop(live: ServerProcess) -> None:
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        started = time.monotonic()
+        offloaded = pool.submit(requests.get, f"{live.url}/offloaded?s=1", timeout=10)
+        time.sleep(0.1)
+        quick = requests.get(f"{live.url}/sleep", params={"s": "0"}, timeout=10)
+        assert time.monotonic() - started < 0.9
+        assert quick.status_code == 200 and offloaded.result().text == "offloaded\n"
+
+
+def test_async_exceptions_answer_500_and_http_errors_their_status(live: ServerProcess) -> None:
+    boom = requests.get(f"{live.url}/boom", timeout=5)
+    assert boom.status_code == 500 and "async failure" not in boom.text
+    missing = requests.get(f"{live.url}/missing", timeout=5)
+    assert (missing.status_code, missing.text) == (404, "nothing here\n")
+    assert requests.get(f"{live.url}/sleep?s=0", timeout=5).status_code == 200  # still serving
+    live.wait_output("RuntimeError: async failure", timeout=5)
+
+
+def test_an_async_middleware_answers_without_next(live: ServerProcess) -> None:
+    denied = requests.get(f"{live.url}/sleep", headers={"X-Deny": "1"}, timeout=5)
+    assert (denied.status_code, denied.text) == (403, "denied by async middleware\n")
+
+
+def test_an_async_handler_reads_a_streamed_body(live: ServerProcess) -> None:
+    payload = b"x" * 300_000
+    answer = requests.post(f"{live.url}/echo", data=iter([payload[:1000], payload[1000:]]))
+    assert answer.json() == {"length": len(payload)}
+
+
+def test_async_websocket_callbacks_answer(live: ServerProcess) -> None:
+    with connect(f"ws://127.0.0.1:{live.port}/ws", open_timeout=5) as ws:
+        ws.send("hi")
+        assert ws.recv(timeout=5) == "async echo: hi"
+        ws.send(b"\x01\x02")
+        assert ws.recv(timeout=5) == b"\x01\x02"
