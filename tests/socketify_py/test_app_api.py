@@ -218,7 +218,7 @@ def test_app_options_become_tls_options(tmp_path: Any) -> None:
 
 def test_listen_records_and_run_needs_a_listen() -> None:
     app = App()
-    with pytest.raises(RuntimeError, match="app.listen"):
+    with pytest.raises(RuntimeError, match=r"app\.listen"):
         app.run()
     app.listen(AppListenOptions(port=0, host="127.0.0.1")).listen({"port": 8080})
     assert [where for where, _ in app.listen_at] == [

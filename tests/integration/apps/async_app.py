@@ -1,4 +1,4 @@
-"""`async def` handlers, middleware and WebSocket callbacks, for tests/integration/test_async_live.py.
+"""`async def` handlers, middleware and WebSocket callbacks, for test_async_live.py.
 
 `/sleep?s=` awaits asyncio.sleep; `/fetch` awaits httpx.AsyncClient against the URL in
 `?url=` (the test's own local server); `/block` and `/offloaded` pin where blocking code runs;
@@ -13,13 +13,13 @@ import sys
 import time
 from typing import Any
 
+from socketify import HTTPError, Request, Response, Server
+
 # trio, when installed, cannot be imported once gevent has patched `select` (its import needs
 # select.epoll), and httpcore imports it when it can: an ImportError makes httpcore skip it.
 sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
 
 import httpx  # noqa: E402
-
-from socketify import HTTPError, Request, Response, Server
 
 server = Server()
 
