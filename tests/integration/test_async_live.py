@@ -16,23 +16,27 @@ import requests
 from websockets.sync.client import connect
 
 from tests.support.serve import Launcher, ServerProcess
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, str]]:
-    """The async app, and the URL of a plain server's /ping for the async HTTP client."""
+def servers(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ServerProcess, str, ServerProcess]]:
+    """The async app, the URL of a plain server's /ping, and the app with request_timeout."""
     with Launcher(tmp_path_factory.mktemp("async-live")) as launcher:
         app = launcher("tests.integration.apps.async_app:server", workers=1, wait=False)
         other = launcher("tests.support.apps.basic:server", workers=1, wait=False)
-        app.wait_serving()
-        other.wait_serving()
-        yield app, f"{other.url}/ping"
+        timed = launcher("tests.integration.apps.async_app:timed", workers=1, wait=False)
+        for server in (app, other, timed):
+            server.wait_serving()
+        yield app, f"{other.url}/ping", timed
 
 
 @pytest.fixture
-def live(servers: tuple[ServerProcess, str]) -> ServerProcess:
+def live(servers: tuple[ServerProcess, str, ServerProcess]) -> ServerProcess:
     return servers[0]
 
 
@@ -43,8 +47,10 @@ def test_an_async_handler_awaits_asyncio_sleep_and_answers(live: ServerProcess) 
     assert answer.headers["X-Async-Middleware"].endswith("ms")
 
 
-def test_an_async_handler_uses_httpx_async_client(servers: tuple[ServerProcess, str]) -> None:
-    live, ping_url = servers
+def test_an_async_handler_uses_httpx_async_client(
+    servers: tuple[ServerProcess, str, ServerProcess],
+) -> None:
+    live, ping_url, _ = servers
     answer = requests.get(f"{live.url}/fetch", params={"url": ping_url}, timeout=10)
     assert answer.json() == {"status": 200, "body": requests.get(ping_url, timeout=5).text}
 
@@ -118,3 +124,23 @@ def test_async_websocket_callbacks_answer(live: ServerProcess) -> None:
         assert ws.recv(timeout=5) == "async echo: hi"
         ws.send(b"\x01\x02")
         assert ws.recv(timeout=5) == b"\x01\x02"
+
+
+def test_a_request_timeout_cancels_the_async_handler_and_answers_503(
+    servers: tuple[ServerProcess, str, ServerProcess],
+) -> None:
+    timed = servers[2]
+    started = time.monotonic()
+    answer = requests.get(f"{timed.url}/hang", params={"id": "first"}, timeout=10)
+    assert answer.status_code == 503 and time.monotonic() - started < 5
+    wait_for(
+        lambda: requests.get(f"{timed.url}/cancelled", timeout=5).json() == ["first"],
+        timeout=5,
+        message="the timed-out handler's Task to be cancelled",
+    )
+
+
+def test_an_async_handler_reads_the_body_over_http2(live: ServerProcess) -> None:
+    with httpx.Client(http1=False, http2=True, timeout=10) as client:
+        answer = client.post(f"{live.url}/echo", content=b"y" * 200_000)
+    assert (answer.http_version, answer.json()) == ("HTTP/2", {"length": 200_000})

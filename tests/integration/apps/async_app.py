@@ -95,3 +95,23 @@ async def on_message(ws: Any, message: str | bytes, is_binary: bool) -> None:
 
 
 server.ws("/ws", message=on_message)
+
+
+# A server whose requests time out quickly: the timed-out Task is cancelled.
+timed = Server(request_timeout=0.3)
+cancelled: list[str] = []
+
+
+@timed.get("/hang")
+async def hang(req: Request, res: Response) -> None:
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        cancelled.append(req.query.get("id", ""))
+        raise
+    res.send("too late\n")
+
+
+@timed.get("/cancelled")
+def show_cancelled(req: Request, res: Response) -> None:
+    res.json(cancelled)
