@@ -232,3 +232,27 @@ def test_calling_an_async_handler_outside_a_server_says_how_to_serve_it() -> Non
             wrapped(None, None)
     finally:
         coroutines.install_runner(installed)
+
+
+def test_async_pulse_easy_handlers_run_in_order() -> None:
+    from socketify.realtime.pulse import easy
+
+    server = Server()
+    events = easy.App()
+
+    @events.on("/events")
+    async def connected(conn: Any) -> None:
+        await asyncio.sleep(0)
+
+        async def add(conn: Any, data: Any) -> None:
+            await asyncio.sleep(0.001 * (3 - data["n"]))  # later messages sleep less
+            conn.emit("added", data["n"] + 1)
+
+        conn.on("add", add)
+
+    events.bind(server)
+    with TestClient(server).websocket("/events") as ws:
+        for n in range(3):
+            ws.send_json({"type": "add", "data": {"n": n}})
+        replies = [ws.receive_json() for _ in range(3)]
+    assert [reply["data"] for reply in replies] == [1, 2, 3]
