@@ -16,6 +16,7 @@ import requests
 from websockets.sync.client import connect
 
 from tests.support.serve import Launcher, ServerProcess
+from tests.support.services import require_module, require_service
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.timeout(60)
@@ -144,3 +145,19 @@ def test_an_async_handler_reads_the_body_over_http2(live: ServerProcess) -> None
     with httpx.Client(http1=False, http2=True, timeout=10) as client:
         answer = client.post(f"{live.url}/echo", content=b"y" * 200_000)
     assert (answer.http_version, answer.json()) == ("HTTP/2", {"length": 200_000})
+
+
+def test_an_async_handler_queries_postgresql_with_asyncpg_concurrently(
+    live: ServerProcess,
+) -> None:
+    require_module("asyncpg", "pip install -e '.[test]'")
+    require_service("PostgreSQL", "127.0.0.1", 5432)
+    assert requests.get(f"{live.url}/pg", timeout=10).json() == {"value": 42}
+    with concurrent.futures.ThreadPoolExecutor(10) as pool:
+        started = time.monotonic()
+        answers = list(
+            pool.map(lambda _: requests.get(f"{live.url}/pg?s=0.5", timeout=10), range(10))
+        )
+        elapsed = time.monotonic() - started
+    assert [answer.json() for answer in answers] == [{"value": 42}] * 10
+    assert elapsed < 2.5, f"10 concurrent 0.5 s queries on one worker took {elapsed:.1f} s"

@@ -50,6 +50,32 @@ async def fetch(req: Request, res: Response) -> None:
     res.json({"status": answer.status_code, "body": answer.text})
 
 
+class _Pool:
+    """This worker's asyncpg pool, made on first use on the worker's event loop."""
+
+    def __init__(self) -> None:
+        self.pool: Any = None
+
+    async def get(self) -> Any:
+        if self.pool is None:
+            import asyncpg
+
+            dsn = os.environ.get("ASYNC_APP_PG", "postgres://postgres@127.0.0.1:5432/test")
+            self.pool = await asyncpg.create_pool(dsn, min_size=1, max_size=20)
+        return self.pool
+
+
+_pg = _Pool()
+
+
+@server.get("/pg")
+async def pg(req: Request, res: Response) -> None:
+    pool = await _pg.get()
+    seconds = float(req.query.get("s", "0"))
+    value = await pool.fetchval("SELECT $1::int + 1 FROM pg_sleep($2)", 41, seconds)
+    res.json({"value": value})
+
+
 @server.get("/sync")
 def sync(req: Request, res: Response) -> None:
     time.sleep(float(req.query.get("s", "0")))  # parks only this request's greenlet
