@@ -26,7 +26,7 @@ from socketify.core.request import Request
 from socketify.core.response import Response
 from socketify.core.tls_options import TlsOptions
 from socketify.socketify_py.http import AppRequest, AppResponse, unsupported
-from socketify.socketify_py.websocket import OpCode, publish, ws_options
+from socketify.socketify_py.websocket import OpCode, publish, ws_route
 
 __all__ = ["App", "AppListenOptions", "AppOptions"]
 
@@ -182,9 +182,7 @@ class App(Server):
         """A WebSocket route from a socketify.py behavior dict (`open`, `message`, ...)."""
         if ignored:
             raise TypeError("app.ws(path, behavior): pass the behavior as one dict")
-        from socketify.realtime.pulse.routes import ws_handler
-
-        self.router.add("GET", path, ws_handler(**ws_options(behavior or {}, self.hub())))
+        self.router.add("GET", path, ws_route(behavior or {}, self.hub()))
         return self
 
     def hub(self) -> Any:

@@ -354,6 +354,10 @@ class AppResponse:
         """The address a PROXY-protocol header or trusted proxy gave (Socketify's remote_ip)."""
         return self.request.remote_ip
 
+    def get_proxied_remote_address_bytes(self) -> bytes:
+        """`get_proxied_remote_address()`, packed."""
+        return self.get_remote_address_bytes()
+
     def on_aborted(self, handler: Callable[[AppResponse], Any]) -> AppResponse:
         """Accepted for compatibility; never called.
 
@@ -394,6 +398,16 @@ class AppResponse:
     def get_write_offset(self, *args: Any, **kwargs: Any) -> Any:
         """Not supported."""
         raise unsupported("res.get_write_offset", "end the answer with res.end(data)")
+
+    def write_offset(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported("res.write_offset", "end the answer with res.end(data)")
+
+    def get_native_handle(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported(
+            "res.get_native_handle", "there is no uWebSockets response; use res.response"
+        )
 
     def pause(self, *args: Any, **kwargs: Any) -> Any:
         """Not supported."""

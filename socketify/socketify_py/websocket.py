@@ -14,8 +14,10 @@ cross-worker bus (the frame is encoded once per publish).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Callable
+from contextvars import ContextVar
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +25,12 @@ from socketify.core.coroutines import blocking, is_async
 from socketify.socketify_py.http import unsupported
 
 if TYPE_CHECKING:
+    from socketify.core.request import Request
+    from socketify.core.response import Response
     from socketify.realtime.pulse.channel import Channel
     from socketify.realtime.pulse.hub import Hub
 
-__all__ = ["CompressOptions", "OpCode", "SendStatus", "WebSocket", "ws_options"]
+__all__ = ["CompressOptions", "OpCode", "SendStatus", "WebSocket", "ws_options", "ws_route"]
 
 
 class OpCode(IntEnum):
@@ -77,6 +81,9 @@ class CompressOptions(IntEnum):
     DEDICATED_COMPRESSOR = 15 << 4 | 8
 
 
+# The upgrade request being answered, while `open` runs for its new connection.
+_upgrading: ContextVar[Request | None] = ContextVar("socketify_py_upgrading", default=None)
+
 _STATUS = {"SENT": SendStatus.SUCCESS, "BACKPRESSURE": SendStatus.BACKPRESSURE}
 _KEY = "socketify_py.websocket"
 
@@ -96,18 +103,25 @@ def _payload(message: Any) -> bytes:
 class WebSocket:
     """socketify.py's WebSocket: one per connection, over a Pulse `Channel` (`.channel`)."""
 
-    __slots__ = ("channel", "hub")
+    __slots__ = ("channel", "hub", "remote_address")
 
-    def __init__(self, channel: Channel, hub: Hub) -> None:
+    def __init__(self, channel: Channel, hub: Hub, remote_address: str | None = None) -> None:
         self.channel = channel
         self.hub = hub
+        self.remote_address = remote_address
 
     @classmethod
     def of(cls, channel: Channel, hub: Hub) -> WebSocket:
-        """The face of `channel`, made on first use and kept in the channel's locals."""
+        """The face of `channel`, made on first use and kept in the channel's locals.
+
+        The first use is `open`, while the upgrade request is being answered: the face keeps
+        what it needs of that request (the client's address).
+        """
         found = channel.locals.get(_KEY)
         if found is None:
-            found = channel.locals[_KEY] = cls(channel, hub)
+            request = _upgrading.get()
+            address = request.remote_ip if request is not None else None
+            found = channel.locals[_KEY] = cls(channel, hub, address)
         return found
 
     # -- sending ---------------------------------------------------------------------------
@@ -164,11 +178,15 @@ class WebSocket:
         return self.channel.pending_bytes
 
     def get_remote_address(self) -> str | None:
-        """Not kept per connection: raises with the alternative."""
-        raise unsupported(
-            "ws.get_remote_address",
-            "read the address in a Socketify middleware before app.ws (req.remote_ip)",
-        )
+        """The client's address as text."""
+        return self.remote_address
+
+    def get_remote_address_bytes(self) -> bytes | None:
+        """The client's address, packed (4 bytes for IPv4, 16 for IPv6)."""
+        try:
+            return ipaddress.ip_address(self.remote_address or "").packed
+        except ValueError:
+            return None
 
     def get_user_data(self) -> None:
         """None: there is no `upgrade` behavior to attach data (use ws.channel.locals)."""
@@ -276,10 +294,10 @@ def ws_options(behavior: dict[str, Any], hub: Hub) -> dict[str, Any]:
         "close_on_backpressure_limit": bool(behavior.get("close_on_backpressure_limit", False)),
         "compression": bool(behavior.get("compression", CompressOptions.DISABLED)),
     }
-    for role in ("open", "drain"):
-        callback = behavior.get(role)
-        if callback is not None:
-            options[role] = _with_face(callback, hub)
+    # `open` always makes the connection's face, while the upgrade request is at hand.
+    options["open"] = _with_face(behavior.get("open") or _ignore, hub)
+    if behavior.get("drain") is not None:
+        options["drain"] = _with_face(behavior["drain"], hub)
     message = behavior.get("message")
     if message is not None:
         options["message"] = _with_face(message, hub, _as_opcode)
@@ -292,6 +310,26 @@ def ws_options(behavior: dict[str, Any], hub: Hub) -> dict[str, Any]:
                 options.get("open"), role, _with_face(behavior[role], hub)
             )
     return options
+
+
+def ws_route(behavior: dict[str, Any], hub: Hub) -> Callable[[Request, Response], Any]:
+    """The GET handler of a socketify.py WebSocket route: upgrade, then the callbacks."""
+    from socketify.realtime.pulse.routes import ws_handler
+
+    upgrade = ws_handler(**ws_options(behavior, hub))
+
+    def handler(req: Request, res: Response) -> Any:
+        token = _upgrading.set(req)
+        try:
+            return upgrade(req, res)
+        finally:
+            _upgrading.reset(token)
+
+    return handler
+
+
+def _ignore(ws: WebSocket) -> None:
+    """The `open` of a behavior that has none."""
 
 
 def _with_face(

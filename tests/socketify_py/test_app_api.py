@@ -197,13 +197,26 @@ def test_ws_sends_and_topics_through_the_test_client() -> None:
 
     def on_message(ws: Any, message: Any, opcode: OpCode) -> None:
         ws.subscribe("t")
-        ws.send({"json": message, "subscribed": ws.is_subscribed("t")}, OpCode.TEXT)
+        reply = {"json": message, "subscribed": ws.is_subscribed("t")}
+        ws.send({**reply, "from": ws.get_remote_address()}, OpCode.TEXT)
 
     app.ws("/ws", {"message": on_message})
     with TestClient(app).websocket("/ws") as ws:
         ws.send_text("hi")
-        assert ws.receive_json() == {"json": "hi", "subscribed": True}
+        assert ws.receive_json() == {"json": "hi", "subscribed": True, "from": "127.0.0.1"}
         assert app.num_subscribers("t") == 1
+
+
+def test_an_async_open_sees_the_remote_address() -> None:
+    app = App()
+
+    async def on_open(ws: Any) -> None:
+        await asyncio.sleep(0)
+        ws.send(ws.get_remote_address_bytes(), OpCode.BINARY)
+
+    app.ws("/ws", {"open": on_open})
+    with TestClient(app, remote_addr="10.1.2.3").websocket("/ws") as ws:
+        assert ws.receive_bytes() == bytes([10, 1, 2, 3])
 
 
 def test_app_options_become_tls_options(tmp_path: Any) -> None:
