@@ -57,6 +57,7 @@ __all__ = [
 
 
 # socketify.py's API (`from socketify import App, AppOptions, OpCode`), imported on first use.
+# Its `middleware` helper is not among them: `socketify.middleware` is our middleware package.
 _SOCKETIFY_PY = {
     "App",
     "AppListenOptions",
@@ -68,7 +69,6 @@ _SOCKETIFY_PY = {
     "OpCode",
     "SendStatus",
     "WebSocket",
-    "middleware",
     "sendfile",
 }
 

@@ -170,7 +170,8 @@ def test_calls_not_covered_fail_with_what_to_use_instead(call: Any, names: str) 
 
 
 def test_helpers_not_covered_fail_when_used() -> None:
-    from socketify import MiddlewareRouter, middleware, sendfile
+    from socketify import MiddlewareRouter, sendfile
+    from socketify.socketify_py import middleware
 
     with pytest.raises(NotImplementedError, match=r"app\.use"):
         middleware(lambda res, req, data: data)
