@@ -30,9 +30,9 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from socketify.core.callables import require_blocking
 from socketify.core.chain import Chain
 from socketify.core.compression import resolve as resolve_compression
+from socketify.core.coroutines import blocking, blocking_middleware
 from socketify.core.errors import HTTPError
 from socketify.core.options import ServerOptions
 from socketify.core.request import Request
@@ -72,7 +72,7 @@ class Application(Registrar):
         it sees every request, including those an app middleware answers itself).
         """
         self.router.check_open()
-        require_blocking(middleware, "middleware")
+        middleware = blocking_middleware(middleware, "middleware")
         if first:
             self._middleware.insert(0, middleware)
         else:
@@ -88,8 +88,7 @@ class Application(Registrar):
 
     def on_error(self, handler: ErrorHandler) -> ErrorHandler:
         """Set `handler(req, res, exc)` to answer unexpected exceptions (usable as decorator)."""
-        require_blocking(handler, "the error handler")
-        self._error_handler = handler
+        self._error_handler = blocking(handler, "the error handler")
         return handler
 
     def freeze(self) -> None:
