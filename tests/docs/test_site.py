@@ -29,6 +29,7 @@ PACKAGES = (
     "socketify.db",
     "socketify.db.documents",
     "socketify.realtime.pulse",
+    "socketify.socketify_py",
     "socketify.state.redis",
     "socketify.testing",
 )
