@@ -38,6 +38,7 @@ from socketify.core.options import ServerOptions
 from socketify.core.request import Request
 from socketify.core.response import TEXT_PLAIN, Response
 from socketify.core.routing import ANY, Group, Middleware, Registrar, Route, Router, allow_header
+from socketify.core.templates import Templates
 from socketify.protocol.http11.status import reason
 
 __all__ = ["Application", "ErrorHandler"]
@@ -58,6 +59,9 @@ class Application(Registrar):
         self._error_handler: ErrorHandler | None = None
         self._compress = resolve_compression(self.settings.compression)
         self._chain: Chain | None = None  # the global chain, made when the routes freeze
+        folder = self.settings.templates
+        # What `res.render` reads; Jinja2 itself is loaded on the first render.
+        self.templates = Templates(folder) if folder is not None else None
 
     # -- registration ---------------------------------------------------------------------
 
@@ -108,6 +112,7 @@ class Application(Registrar):
             self.freeze()
             chain = self._chain
             assert chain is not None
+        res.templates = self.templates
         try:
             chain.run(req, res)
             if not res.ended:
