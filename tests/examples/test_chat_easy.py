@@ -1,4 +1,5 @@
-"""examples/chat_easy on two workers: the protocol with `websockets`, then the page in Chromium."""
+"""examples/chat_easy on two workers: the protocol with `websockets` (chat, pictures, voice
+relayed exactly once, `/stats`), then the page in Chromium, microphone included."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import requests
 from websockets.sync.client import ClientConnection, connect
 
 from socketify.realtime.pulse import easy, media
-from tests.support.browser import wait_for
+from tests.support.browser import chromium, wait_for
 from tests.support.serve import Launcher, ServerProcess
 
 if TYPE_CHECKING:
@@ -85,3 +87,109 @@ def test_the_page_chats_and_shows_pictures_between_two_browser_tabs(
     alt = "document.querySelector('#log .picture img')?.alt"
     assert wait_for(dave, alt) == "picture from carol"
     assert wait_for(dave, "document.getElementById('online').textContent") == "(2 online)"
+
+
+def _next_but_online(ws: ClientConnection) -> Any:
+    """The next message other than an `online` count (which comes whenever the census moves):
+    an event as (type, data), or the bytes of a binary message."""
+    while True:
+        message = ws.recv(timeout=5)
+        if isinstance(message, bytes):
+            return message
+        parsed = easy.parse_envelope(message)
+        if parsed is None or parsed[0] != "online":
+            return parsed
+
+
+def _stats(chat: ServerProcess) -> dict[str, int]:
+    answer = requests.get(chat.url + "/stats", timeout=5)
+    assert answer.headers["Content-Type"].startswith("application/json")
+    stats = answer.json()
+    assert set(stats) == {"voice_frames", "voice_bytes", "pictures", "image_bytes"}
+    return stats
+
+
+def test_voice_is_relayed_once_to_the_others_and_counted_by_stats(chat: ServerProcess) -> None:
+    before = _stats(chat)
+    with contextlib.ExitStack() as stack:
+        ada = _enter(stack, chat, "ada")
+        bob = _enter(stack, chat, "bob")
+        _event(ada, "joined")
+        bob.send(easy.envelope("talk", {"on": True}))
+        assert _event(ada, "talking") == {"name": "bob", "on": True}
+        frames = [
+            media.pack(media.Kind.VOICE, 0, seq, 1000 * seq, 0, bytes([seq]) * 2048)
+            for seq in (1, 2, 3)
+        ]
+        for frame in frames:
+            bob.send(frame)
+        bob.send(easy.envelope("say", {"text": "over"}))
+        # Everything bob sends leaves his worker in order: a second copy of any frame would
+        # show up before the message that follows them.
+        assert [ada.recv(timeout=5) for _ in frames] == frames  # seq and timestamps untouched
+        assert _event(ada, "said") == {"name": "bob", "text": "over"}
+        # The speaker hears nothing of his own: the next thing bob gets is his own message.
+        assert _next_but_online(bob) == ("said", {"name": "bob", "text": "over"})
+        bob.send(easy.envelope("talk", {"on": False}))
+        assert _event(ada, "talking") == {"name": "bob", "on": False}
+        # A connection that has not entered the lobby is no member of the media room either.
+        stranger = stack.enter_context(connect(f"ws://127.0.0.1:{chat.port}/chat", open_timeout=5))
+        stranger.send(frames[0])
+        bob.send(easy.envelope("say", {"text": "still here"}))
+        assert _event(ada, "said") == {"name": "bob", "text": "still here"}
+    after = _stats(chat)
+    assert after["voice_frames"] - before["voice_frames"] == 3
+    assert after["voice_bytes"] - before["voice_bytes"] == 3 * 2048
+
+
+def test_a_picture_is_counted_by_stats(chat: ServerProcess) -> None:
+    before = _stats(chat)
+    with contextlib.ExitStack() as stack:
+        ada = _enter(stack, chat, "ada")
+        bob = _enter(stack, chat, "bob")
+        _event(ada, "joined")
+        picture = media.pack(media.Kind.IMAGE, 0, 1, 5, media.Flag.LAST, b"x" * 300, "image/png")
+        bob.send(picture)
+        assert _event(ada, "picture") == {"name": "bob"}
+        assert ada.recv(timeout=5) == picture
+    after = _stats(chat)
+    assert (
+        after["pictures"] - before["pictures"],
+        after["image_bytes"] - before["image_bytes"],
+    ) == (
+        1,
+        300,
+    )
+
+
+FAKE_MICROPHONE = [
+    "--use-fake-device-for-media-stream",  # a generated tone instead of a real microphone
+    "--use-fake-ui-for-media-stream",  # and no permission prompt
+    "--autoplay-policy=no-user-gesture-required",
+]
+
+
+def test_the_talk_button_sends_the_microphone_to_the_other_tab(chat: ServerProcess) -> None:
+    with chromium(FAKE_MICROPHONE) as browser:
+        tabs = [browser.new_page() for _ in range(2)]
+        try:
+            for tab, name in zip(tabs, ("erin", "finn"), strict=True):
+                tab.goto(chat.url + "/")
+                tab.fill("#name", name)
+                tab.click("#gate button")
+                wait_for(tab, "document.getElementById('status').textContent.startsWith('live')")
+            erin, finn = tabs
+            wait_for(finn, "document.getElementById('online').textContent === '(2 online)'")
+            erin.click("#talk-button")
+            assert wait_for(finn, "document.getElementById('talking').textContent") == (
+                "erin talking"
+            )
+            heard = wait_for(finn, "Voice.heard >= 5 && Voice.heard")
+            assert heard >= 5
+            assert erin.evaluate("Voice.heard") == 0  # no echo of one's own voice
+            erin.click("#talk-button")
+            wait_for(finn, "document.getElementById('talking').textContent === ''")
+            assert erin.evaluate("Voice.talking") is False
+        finally:
+            for tab in tabs:
+                tab.close()

@@ -1,4 +1,4 @@
-// The lobby page: JSON events over one WebSocket, pictures as PM image frames.
+// The lobby page: JSON events over one WebSocket, pictures and voice as PM frames.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -8,6 +8,7 @@ let myName = "";
 let pictureSeq = 0;
 let retryDelay = 500;
 let pictureFrom = "someone";  // set by the `picture` event that precedes each picture
+const speakers = new Set();
 
 function line(className, ...parts) {
   const item = document.createElement("li");
@@ -42,6 +43,11 @@ const handlers = {
   joined(data) { line("sys", ["i", `${data.name} joined`]); },
   left(data) { line("sys", ["i", `${data.name} left`]); },
   picture(data) { pictureFrom = data.name; },
+  talking(data) {
+    if (data.on) speakers.add(data.name); else speakers.delete(data.name);
+    const names = [...speakers];
+    $("talking").textContent = names.length ? `${names.join(", ")} talking` : "";
+  },
   online(data) { $("online").textContent = `(${data.count} online)`; },
   error(data) { $("error").textContent = data.message || data.error; },
 };
@@ -55,6 +61,10 @@ function connect() {
     if (typeof message.data !== "string") {
       const frame = PM.unpack(message.data);
       if (frame && frame.kind === PM.IMAGE) showPicture(pictureFrom, frame.mime, frame.payload);
+      if (frame && frame.kind === PM.VOICE) {
+        Voice.play(frame.payload);
+        $("heard").textContent = `${Voice.heard} voice frames heard`;
+      }
       return;
     }
     const event = JSON.parse(message.data);
@@ -62,6 +72,9 @@ function connect() {
     if (handler) handler(event.data);
   };
   socket.onclose = () => {
+    stopTalking();
+    speakers.clear();
+    $("talking").textContent = "";
     $("status").textContent = "disconnected, retrying…";
     setTimeout(connect, retryDelay);
     retryDelay = Math.min(retryDelay * 2, 10000);
@@ -75,7 +88,10 @@ function send(type, data) {
 $("gate").addEventListener("submit", (event) => {
   event.preventDefault();
   myName = $("name").value.trim();
-  if (myName) connect();
+  if (myName) {
+    Voice.audio();  // inside the click, so that voice from the others may play
+    connect();
+  }
 });
 
 $("talk").addEventListener("submit", (event) => {
@@ -97,4 +113,32 @@ $("picture").addEventListener("change", async () => {
   pictureSeq += 1;
   socket.send(PM.pack(PM.IMAGE, 0, pictureSeq, PM.LAST, bytes, file.type));
   showPicture(myName, file.type, bytes);  // the server relays to everyone else
+});
+
+function sendFrame(frame) {
+  if (socket && socket.readyState === WebSocket.OPEN) socket.send(frame);
+}
+
+function stopTalking() {
+  if (!Voice.talking) return;
+  Voice.stop();
+  send("talk", {on: false});
+  $("talk-button").textContent = "Talk";
+  $("talk-button").setAttribute("aria-pressed", "false");
+}
+
+$("talk-button").addEventListener("click", async () => {
+  if (Voice.talking) {
+    stopTalking();
+    return;
+  }
+  try {
+    await Voice.start(sendFrame);
+  } catch (error) {
+    $("error").textContent = `no microphone: ${error.message}`;
+    return;
+  }
+  send("talk", {on: true});
+  $("talk-button").textContent = "Stop talking";
+  $("talk-button").setAttribute("aria-pressed", "true");
 });
