@@ -100,7 +100,8 @@ PAGE = """<!doctype html>
       socket.onmessage = (message) => {
         const event = JSON.parse(message.data);
         if (event.type === "welcome") {
-          status.textContent = `live as ${user} (${event.online} connected)`;
+          status.textContent = `live as ${user}`;
+          show("sys", null, `${event.text} (${event.online} connected)`);
           document.getElementById("gate").hidden = true;
           document.getElementById("talk").hidden = false;
           document.getElementById("text").focus();

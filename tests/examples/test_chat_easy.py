@@ -178,6 +178,7 @@ def test_the_talk_button_sends_the_microphone_to_the_other_tab(chat: ServerProce
                 tab.fill("#name", name)
                 tab.click("#gate button")
                 wait_for(tab, "document.getElementById('status').textContent.startsWith('live')")
+                assert tab.is_hidden("#gate") and tab.is_visible("#talk-button")
             erin, finn = tabs
             wait_for(finn, "document.getElementById('online').textContent === '(2 online)'")
             erin.click("#talk-button")

@@ -118,6 +118,7 @@ def test_two_tabs_chat_and_markup_shows_as_text(lobby: ServerProcess, browser: B
             tab.fill("#name", name)
             tab.click("#gate button")
             wait_for(tab, "document.getElementById('status').textContent.startsWith('live as')")
+            assert tab.is_hidden("#gate") and tab.is_visible("#talk")
         eve, frank = tabs
         wait_for(eve, "document.getElementById('log').textContent.includes('frank joined')")
         eve.fill("#text", "<b>bold?</b>")
