@@ -10,9 +10,11 @@ The page speaks JSON events (`{"type": ..., "data": ...}`) over one WebSocket at
 which counts the people on every worker. A picture goes out as one binary `PM` image frame
 (kind 3, with its mime type); the server announces it with a `picture {name}` event and
 relays the bytes untouched to the other members of the media room `lobby`, a room of its own
-beside the chat room of the same name. Voice goes the same way: the page's Talk button sends
-`talk {on}` (the others see `talking {name, on}`) and then microphone audio as `PM` voice
-frames (kind 1, 16-bit mono PCM at 16 kHz), each relayed once, untouched, to everyone else.
+beside the chat room of the same name. A bigger picture may come in chunks (image frames
+without the last flag, then an image-end frame), relayed one by one as they arrive, at most
+512 KiB in all. Voice goes the same way: the page's Talk button sends `talk {on}` (the others
+see `talking {name, on}`) and then microphone audio as `PM` voice frames (kind 1, 16-bit
+mono PCM at 16 kHz), each relayed once, untouched, to everyone else.
 
 The chat room and the media room are two rooms of one hub, and a member joins each once, so
 nothing reaches anyone twice. `/stats` counts what was relayed, summed over every worker
@@ -88,14 +90,29 @@ def leave(conn: easy.Connection, code: int, reason: str) -> None:
 
 def share_picture(ch: pulse.Channel, frame: media.Frame) -> None:
     conn = chat.connection(ch)
-    if conn is None or "name" not in conn.locals or not frame.is_last:
+    if conn is None or "name" not in conn.locals:
         return
-    # Both broadcasts leave this worker in this order, so every page sees who sent the
-    # picture just before the picture itself.
-    conn.broadcast(LOBBY, "picture", {"name": conn.locals["name"]}, include_self=False)
-    lobby_media.relay(LOBBY, frame, exclude=ch)
-    counters.incr("pictures")
-    counters.incr("image_bytes", len(frame.payload))
+    # A picture is one frame flagged last, or chunks up to an image-end frame: each frame is
+    # relayed as it comes, and the bytes of one picture are capped like a single frame's.
+    received = conn.locals.get("picture_bytes")
+    if received is None:  # the first frame of a picture: say whose it is
+        received = 0
+        # Both broadcasts leave this worker in this order, so every page learns who sent the
+        # picture just before its first bytes.
+        conn.broadcast(LOBBY, "picture", {"name": conn.locals["name"]}, include_self=False)
+    received += len(frame.payload)
+    if received > MAX_PICTURE:
+        if received - len(frame.payload) <= MAX_PICTURE:  # say it once, drop the rest
+            conn.emit(
+                "error",
+                {"error": "too_big", "message": f"pictures up to {MAX_PICTURE // 1024} KiB"},
+            )
+    else:
+        lobby_media.relay(LOBBY, frame, exclude=ch)
+        counters.incr("image_bytes", len(frame.payload))
+        if frame.is_last:
+            counters.incr("pictures")
+    conn.locals["picture_bytes"] = None if frame.is_last else received
 
 
 def share_voice(ch: pulse.Channel, frame: media.Frame) -> None:

@@ -86,6 +86,20 @@ def test_the_page_chats_and_shows_pictures_between_two_browser_tabs(
     )
     alt = "document.querySelector('#log .picture img')?.alt"
     assert wait_for(dave, alt) == "picture from carol"
+    # A picture in chunks: shown once, whole, when its image-end frame arrives.
+    carol.evaluate(
+        """() => {
+        socket.send(PM.pack(PM.IMAGE, 1, 1, 0, new Uint8Array(0), 'image/gif'));
+        socket.send(PM.pack(PM.IMAGE, 1, 2, 0, new Uint8Array([71, 73, 70])));
+        socket.send(PM.pack(PM.IMAGE_END, 1, 3, PM.LAST, new Uint8Array([56, 57]), 'image/gif'));
+        }"""
+    )
+    wait_for(dave, "document.querySelectorAll('#log .picture img').length === 2")
+    size = dave.evaluate(
+        "fetch([...document.querySelectorAll('#log .picture img')].at(-1).src)"
+        ".then((answer) => answer.blob()).then((blob) => blob.size)"
+    )
+    assert size == 5
     assert wait_for(dave, "document.getElementById('online').textContent") == "(2 online)"
 
 
@@ -142,24 +156,40 @@ def test_voice_is_relayed_once_to_the_others_and_counted_by_stats(chat: ServerPr
     assert after["voice_bytes"] - before["voice_bytes"] == 3 * 2048
 
 
-def test_a_picture_is_counted_by_stats(chat: ServerProcess) -> None:
+def test_pictures_whole_or_in_chunks_are_relayed_once_and_counted(chat: ServerProcess) -> None:
     before = _stats(chat)
+    image, end = media.Kind.IMAGE, media.Kind.IMAGE_END
     with contextlib.ExitStack() as stack:
         ada = _enter(stack, chat, "ada")
         bob = _enter(stack, chat, "bob")
         _event(ada, "joined")
-        picture = media.pack(media.Kind.IMAGE, 0, 1, 5, media.Flag.LAST, b"x" * 300, "image/png")
-        bob.send(picture)
+        whole = media.pack(image, 0, 1, 5, media.Flag.LAST, b"x" * 300, "image/png")
+        chunks = [
+            media.pack(image, 2, 1, 6, 0, b"", "image/gif"),
+            media.pack(image, 2, 2, 7, 0, b"y" * 1000),
+            media.pack(image, 2, 3, 8, 0, b"z" * 1000),
+            media.pack(end, 2, 4, 9, media.Flag.LAST, b"", "image/gif"),
+        ]
+        for frame in [whole, *chunks]:
+            bob.send(frame)
+        bob.send(easy.envelope("say", {"text": "sent"}))
         assert _event(ada, "picture") == {"name": "bob"}
-        assert ada.recv(timeout=5) == picture
+        assert ada.recv(timeout=5) == whole
+        assert _next_but_online(ada) == ("picture", {"name": "bob"})  # once per picture
+        assert [ada.recv(timeout=5) for _ in chunks] == chunks
+        assert _next_but_online(ada) == ("said", {"name": "bob", "text": "sent"})
+        assert _next_but_online(bob) == ("said", {"name": "bob", "text": "sent"})  # no echo
+        # Chunks past the limit are dropped, and the sender is told once.
+        huge = media.pack(image, 3, 1, 10, 0, b"h" * (400 * 1024), "image/png")
+        bob.send(huge)
+        bob.send(huge)
+        bob.send(media.pack(end, 3, 2, 11, media.Flag.LAST, b"", "image/png"))
+        assert _next_but_online(bob)[1]["error"] == "too_big"
+        bob.send(easy.envelope("say", {"text": "after"}))
+        assert _next_but_online(bob) == ("said", {"name": "bob", "text": "after"})
     after = _stats(chat)
-    assert (
-        after["pictures"] - before["pictures"],
-        after["image_bytes"] - before["image_bytes"],
-    ) == (
-        1,
-        300,
-    )
+    assert after["pictures"] - before["pictures"] == 2
+    assert after["image_bytes"] - before["image_bytes"] == 300 + 2000 + 400 * 1024
 
 
 FAKE_MICROPHONE = [

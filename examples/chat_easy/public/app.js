@@ -7,7 +7,9 @@ let socket = null;
 let myName = "";
 let pictureSeq = 0;
 let retryDelay = 500;
-let pictureFrom = "someone";  // set by the `picture` event that precedes each picture
+// A picture being received: started by the `picture` event that precedes its first frame,
+// shown when its last frame arrives (one frame, or chunks up to an image-end frame).
+let incoming = null;
 const speakers = new Set();
 
 function line(className, ...parts) {
@@ -23,11 +25,11 @@ function line(className, ...parts) {
   return item;
 }
 
-function showPicture(who, mime, bytes) {
+function showPicture(who, mime, parts) {
   const item = line("picture", ["b", who]);
   const img = document.createElement("img");
   img.alt = `picture from ${who}`;
-  img.src = URL.createObjectURL(new Blob([bytes], {type: mime || "application/octet-stream"}));
+  img.src = URL.createObjectURL(new Blob(parts, {type: mime || "application/octet-stream"}));
   item.append(img);
 }
 
@@ -42,7 +44,7 @@ const handlers = {
   said(data) { line("said", ["b", data.name], ["span", data.text]); },
   joined(data) { line("sys", ["i", `${data.name} joined`]); },
   left(data) { line("sys", ["i", `${data.name} left`]); },
-  picture(data) { pictureFrom = data.name; },
+  picture(data) { incoming = {from: data.name, mime: "", parts: []}; },
   talking(data) {
     if (data.on) speakers.add(data.name); else speakers.delete(data.name);
     const names = [...speakers];
@@ -52,6 +54,16 @@ const handlers = {
   error(data) { $("error").textContent = data.message || data.error; },
 };
 
+function receivePicture(frame) {
+  if (!incoming) incoming = {from: "someone", mime: "", parts: []};
+  if (frame.mime) incoming.mime = frame.mime;
+  incoming.parts.push(frame.payload.slice());
+  if (frame.flags & PM.LAST) {
+    showPicture(incoming.from, incoming.mime, incoming.parts);
+    incoming = null;
+  }
+}
+
 function connect() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   socket = new WebSocket(`${scheme}://${location.host}/chat`);
@@ -60,7 +72,7 @@ function connect() {
   socket.onmessage = (message) => {
     if (typeof message.data !== "string") {
       const frame = PM.unpack(message.data);
-      if (frame && frame.kind === PM.IMAGE) showPicture(pictureFrom, frame.mime, frame.payload);
+      if (frame && (frame.kind === PM.IMAGE || frame.kind === PM.IMAGE_END)) receivePicture(frame);
       if (frame && frame.kind === PM.VOICE) {
         Voice.play(frame.payload);
         $("heard").textContent = `${Voice.heard} voice frames heard`;
@@ -112,7 +124,7 @@ $("picture").addEventListener("change", async () => {
   const bytes = new Uint8Array(await file.arrayBuffer());
   pictureSeq += 1;
   socket.send(PM.pack(PM.IMAGE, 0, pictureSeq, PM.LAST, bytes, file.type));
-  showPicture(myName, file.type, bytes);  // the server relays to everyone else
+  showPicture(myName, file.type, [bytes]);  // the server relays to everyone else
 });
 
 function sendFrame(frame) {
