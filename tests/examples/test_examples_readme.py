@@ -33,7 +33,8 @@ def test_every_run_command_names_an_app_that_exists(readme: str) -> None:
         if attribute == "__main__":
             assert 'if __name__ == "__main__":' in source, module
         else:
-            assert re.search(rf"^{attribute} = ", source, re.MULTILINE), (module, attribute)
+            defined = rf"^(?:{attribute}\s*[:=]|def {attribute}\b|class {attribute}\b)"
+            assert re.search(defined, source, re.MULTILINE), (module, attribute)
 
 
 def test_every_example_is_in_the_table() -> None:
