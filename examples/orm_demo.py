@@ -1,7 +1,7 @@
 """socketify.db in one file: models with validations, hooks and relations, a migration written
 in code, explicit transactions (one committed, one rolled back), and an indexed document.
 
-    python -m examples.orm_demo                     # prints what it did, then serves :8090
+    python -m examples.orm_demo                     # prints what it did, serves :8090 ($PORT)
     socketify run examples.orm_demo:server --bind 127.0.0.1:8090 [--workers 2 --preload]
     curl localhost:8090/                            # {"users": 2, "posts": 3, "flags": [...], ...}
     curl localhost:8090/users                       # every user with the titles of their posts
@@ -206,6 +206,6 @@ def report() -> str:
 
 if __name__ == "__main__":
     print(report())
-    server.listen(8090, host="127.0.0.1")
+    server.listen(int(os.environ.get("PORT", "8090")), host="127.0.0.1")
     print(f"Serving on http://127.0.0.1:{server.port}")
     server.wait()

@@ -1,16 +1,17 @@
 """examples/orm_demo.py: set up once by the master (`--preload`), served by 2 real workers, and
-started again on the same database without doing anything twice."""
+started again with `python -m` on the same database without doing anything twice."""
 
 from __future__ import annotations
 
-import importlib
 import re
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import requests
 
+from tests.support.ports import free_port
 from tests.support.serve import Launcher, ServerProcess
 
 pytestmark = pytest.mark.timeout(60)
@@ -96,21 +97,21 @@ def test_notes_are_found_by_their_indexed_tag(demo: ServerProcess) -> None:
         assert refused.status_code == 422
 
 
-def test_starting_again_on_the_same_database_repeats_nothing(
-    demo: ServerProcess, database: str, monkeypatch: pytest.MonkeyPatch
+def test_python_dash_m_on_the_same_database_repeats_nothing_and_reports(
+    demo: ServerProcess, database: str, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("DATABASE_URL", database)
-    sys.modules.pop(APP, None)
-    try:
-        again = importlib.import_module(APP)
-        report = again.report()
-    finally:
-        sys.modules.pop(APP, None)
-    assert again.applied == []
-    assert "migrations applied now: none (already applied)" in report
-    assert "relation (user has_many posts) -> Ada: Notes on the engine, On the loom" in report
-    assert "rolled back: CacheIndexError; alan kept: False" in report
-    assert re.search(r"note id=[0-9a-f]{32} ", report)
-    assert requests.get(demo.url + "/", timeout=5).json()["flags"] == [
-        {"name": "seeded", "enabled": True}
-    ]
+    port = free_port()
+    argv = [sys.executable, "-m", APP]
+    with Launcher(tmp_path) as launcher:
+        again = launcher.spawn(
+            argv, ("127.0.0.1", port), env={"DATABASE_URL": database, "PORT": str(port)}
+        )
+        again.wait_output(rf"Serving on http://127\.0\.0\.1:{port}")
+        report = again.output()
+        assert "migrations applied now: none (already applied)" in report
+        assert "relation (user has_many posts) -> Ada: Notes on the engine, On the loom" in report
+        assert "rolled back: CacheIndexError; alan kept: False" in report
+        assert re.search(r"note id=[0-9a-f]{32} ", report)
+        overview = requests.get(f"http://127.0.0.1:{port}/", timeout=5).json()
+        assert overview["flags"] == [{"name": "seeded", "enabled": True}]
+        assert overview["users"] == requests.get(demo.url + "/", timeout=5).json()["users"]
