@@ -150,6 +150,10 @@ class Migrator:
         self._registered[version] = migration
         return migration
 
+    def registered(self) -> list[Migration]:
+        """The migrations registered in code, by ascending version."""
+        return [self._registered[version] for version in sorted(self._registered)]
+
     def discover(self) -> list[Migration]:
         """Files and registered migrations, by ascending version; duplicates are errors."""
         found = self._files()

@@ -289,6 +289,37 @@ def test_command_migrate_status_rollback(app_dir: Path, capsys: pytest.CaptureFi
     assert "SOCKETIFY_DB_MIGRATING" not in os.environ
 
 
+def test_the_command_sees_the_migrations_the_app_registers_in_code(
+    app_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with (app_dir / "shop_app.py").open("a") as app:
+        app.write(
+            textwrap.dedent(
+                """
+                from socketify.db.migrations import Migrator
+
+                migrator = Migrator(db)
+                migrator.register(
+                    5,
+                    "flags",
+                    lambda db: db.execute("CREATE TABLE flags (name VARCHAR(20))"),
+                    lambda db: db.execute("DROP TABLE flags"),
+                )
+                """
+            )
+        )
+    assert main(["migrate", "--app", "shop_app:server"]) == 0
+    assert "applied  0005_flags" in capsys.readouterr().out
+    assert main(["status", "--app", "shop_app:server"]) == 0
+    status = [line.split()[:3] for line in capsys.readouterr().out.splitlines()]
+    assert status[2] == ["applied", "5", "flags"]
+    assert main(["rollback", "2", "--app", "shop_app"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "rolled back  10_seed",
+        "rolled back  0005_flags",
+    ]
+
+
 def test_command_new_creates_the_file_beside_the_app(
     app_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
