@@ -10,6 +10,7 @@ in code, explicit transactions (one committed, one rolled back), and an indexed 
     curl -X POST localhost:8090/users -d '{"name": "x", "email": "nope"}'   # 422, nothing kept
     curl -X POST localhost:8090/notes -d '{"tag": "todo", "text": "write docs"}'
     curl 'localhost:8090/notes?tag=todo'
+    socketify db status --app examples.orm_demo     # applied  20260720  seed_flag  <when>
 
 DATABASE_URL picks the database (default sqlite:///orm_demo.db in the working directory). The
 set-up below runs when the module is imported, so each worker would run it: with several
@@ -29,6 +30,7 @@ from pony.orm import Required, Set, commit, db_session
 import socketify.db
 from socketify import Request, Response, Server
 from socketify.db import documents
+from socketify.db.database import MIGRATING_ENV
 from socketify.db.migrations import Migrator
 
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
@@ -81,7 +83,6 @@ def drop_flags(db: Any) -> None:
 
 migrator = Migrator(db)
 migrator.register(20260720, "seed_flag", add_flags, drop_flags)
-applied = [migration.label for migration in migrator.migrate()]
 
 
 # -- explicit transactions --------------------------------------------------------------------
@@ -95,22 +96,33 @@ def create_user(name: str, email: str, titles: list[str]) -> User:
     return user
 
 
-with db_session:  # one transaction: Ada and her two posts are committed together, or none
-    if not User.exists(email="ada@example.com"):
-        create_user("ada", "ada@example.com", ["Notes on the engine", "On the loom"])
+def seed() -> str:
+    """Ada and Grace with their posts, one transaction each, then a transaction that fails and
+    is rolled back whole; returns the name of the error that rolled it back."""
+    with db_session:  # one transaction: Ada and her two posts are committed together, or none
+        if not User.exists(email="ada@example.com"):
+            create_user("ada", "ada@example.com", ["Notes on the engine", "On the loom"])
+    with db_session:
+        if not User.exists(email="grace@example.com"):
+            create_user("grace", "grace@example.com", ["Compilers"])
+    try:
+        with db_session:  # the second user takes the same email: the first is undone with it
+            create_user("alan", "alan@example.com", [])
+            create_user("alan again", "alan@example.com", [])
+            commit()
+    except Exception as exc:  # shown, not hidden: what the rollback left
+        return type(exc).__name__
+    return ""
 
-with db_session:
-    if not User.exists(email="grace@example.com"):
-        create_user("grace", "grace@example.com", ["Compilers"])
 
-rolled_back = ""
-try:
-    with db_session:  # the second user takes the same email: the first is undone with it
-        create_user("alan", "alan@example.com", [])
-        create_user("alan again", "alan@example.com", [])
-        commit()
-except Exception as exc:  # shown, not hidden: what the rollback left
-    rolled_back = type(exc).__name__
+# `socketify db migrate|status|rollback --app examples.orm_demo` imports this module to find
+# `db` and `migrator`, and leaves the tables to the command: the demo's own set-up waits for
+# a real start.
+if os.environ.get(MIGRATING_ENV) != "1":
+    applied = [migration.label for migration in migrator.migrate()]
+    rolled_back = seed()
+else:
+    applied, rolled_back = [], ""
 
 # -- a document store in memory, with an index ------------------------------------------------
 

@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from tests.support.ports import free_port
-from tests.support.serve import Launcher, ServerProcess
+from tests.support.serve import Launcher, ServerProcess, run_cli
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -115,3 +115,11 @@ def test_python_dash_m_on_the_same_database_repeats_nothing_and_reports(
         overview = requests.get(f"http://127.0.0.1:{port}/", timeout=5).json()
         assert overview["flags"] == [{"name": "seeded", "enabled": True}]
         assert overview["users"] == requests.get(demo.url + "/", timeout=5).json()["users"]
+
+
+def test_socketify_db_sees_the_migration_registered_in_code(
+    demo: ServerProcess, database: str
+) -> None:
+    status = run_cli("db", "status", "--app", APP, env={"DATABASE_URL": database})
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.split()[:3] == ["applied", "20260720", "seed_flag"]
