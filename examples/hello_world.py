@@ -1,9 +1,11 @@
 """The smallest Socketify app.
 
-socketify run examples.hello_world:server --bind 127.0.0.1:8080
-python -m examples.hello_world                # the same, on $PORT (default 8080)
-curl http://127.0.0.1:8080/hello/ada          # Hello, ada!
-curl http://127.0.0.1:8080/json               # {"framework":"socketify","message":"hello"}
+    socketify run examples.hello_world:server --bind 127.0.0.1:8080
+    python -m examples.hello_world                # the same, on $PORT (default 8080)
+    curl http://127.0.0.1:8080/hello/ada          # Hello, ada!
+    curl http://127.0.0.1:8080/json               # {"framework":"socketify","message":"hello"}
+
+Guide: docs/getting-started.md.
 """
 
 import os

@@ -17,6 +17,8 @@ set-up below runs when the module is imported, so each worker would run it: with
 workers, `--preload` runs it once in the master. Every step is idempotent, so starting the
 demo again finds the same rows. The notes live in a memory document store: one per process,
 gone when it stops.
+
+Guide: docs/guide/database.md.
 """
 
 from __future__ import annotations

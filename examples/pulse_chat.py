@@ -20,6 +20,8 @@ newlines or markup arrives as the same string, and the page shows it as text, ne
 This uses `pulse.upgrade` and `pulse.Hub` directly; `examples.chat_easy` is the same kind of
 chat on `pulse.easy`, which does the envelope parsing and per-connection state for you. The
 lobby is a hub room, so its broadcasts reach the members on every worker.
+
+Guide: docs/guide/websocket.md.
 """
 
 from __future__ import annotations

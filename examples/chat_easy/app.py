@@ -19,6 +19,8 @@ mono PCM at 16 kHz), each relayed once, untouched, to everyone else.
 The chat room and the media room are two rooms of one hub, and a member joins each once, so
 nothing reaches anyone twice. `/stats` counts what was relayed, summed over every worker
 through the shared store.
+
+Guide: docs/guide/websocket.md.
 """
 
 from __future__ import annotations

@@ -35,13 +35,14 @@ import orjson
 
 from socketify.core.cookies import build_set_cookie, expired_cookie
 from socketify.core.headers import Headers, content_disposition
-from socketify.core.mime import guess_type
+from socketify.core.mime import DEFAULT_TYPE, guess_type
 from socketify.protocol.http11.serializer import HeaderField, check_header_value, header_field
 from socketify.protocol.http11.status import NO_BODY_STATUSES, reason
 from socketify.protocol.http11.trailers import trailer_field
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
+    from socketify.core.templates import Templates
 
 __all__ = ["APPLICATION_JSON", "TEXT_HTML", "TEXT_PLAIN", "Response"]
 
@@ -73,6 +74,7 @@ class Response:
         "head_only",
         "status_code",
         "stream_iter",
+        "templates",
         "upgrade",
     )
 
@@ -90,6 +92,8 @@ class Response:
         self.stream_iter: Iterable[bytes | str] | None = None
         self.upgrade: Callable[[Any], Any] | None = None
         self._trailers: list[HeaderField] | None = None
+        # The app's templates (`Server(templates=...)`), set by the app before its chain runs.
+        self.templates: Templates | None = None
         # A HEAD answer: the GET answer's headers, and no body on the wire.
         self.head_only = request is not None and request.method == "HEAD"
 
@@ -198,6 +202,27 @@ class Response:
     def html(self, body: str | bytes) -> bool:
         """Send an HTML body (`text/html; charset=utf-8` unless a type is set)."""
         return self.send(body, TEXT_HTML)
+
+    def render(self, name: str, /, **context: Any) -> bool:
+        """Send the Jinja2 template `name` rendered with `context` (needs `Server(templates=)`).
+
+        The Content-Type follows the template's extension (`page.html` is HTML, `feed.xml`
+        XML; HTML for one it does not know) unless one is set. Raises `TemplatesUnavailable`
+        without a template folder or without Jinja2, and Jinja2's `TemplateNotFound` for a
+        name the folder lacks.
+        """
+        if self.ended:
+            return False
+        if self.templates is None:
+            from socketify.core.templates import TemplatesUnavailable
+
+            raise TemplatesUnavailable(
+                f"res.render({name!r}) needs a template folder: Server(templates='templates')"
+            )
+        body = self.templates.render(name, **context)
+        kind = guess_type(name)
+        # A template named without a known extension (`mail.jinja`) is taken for HTML.
+        return self.send(body, TEXT_HTML if kind == DEFAULT_TYPE else kind)
 
     def json(self, obj: Any) -> bool:
         """Send `obj` as compact JSON; always `application/json; charset=utf-8`."""

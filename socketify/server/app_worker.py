@@ -21,6 +21,23 @@ class AppLoadError(Exception):
     """The APP argument does not name a Server."""
 
 
+class _AppImport:
+    """Whether this process is importing an APP module for `socketify run` right now."""
+
+    __slots__ = ("active",)
+
+    def __init__(self) -> None:
+        self.active = False
+
+
+_app_import = _AppImport()
+
+
+def importing_app() -> bool:
+    """True while `load_app` imports the app's module (a module-level `app.run()` returns)."""
+    return _app_import.active
+
+
 def load_app(spec: str) -> Application:
     """Import `module:attribute` (attribute defaults to `server`) and return the Server."""
     from socketify.core.application import Application
@@ -31,7 +48,11 @@ def load_app(spec: str) -> Application:
         raise AppLoadError(f"invalid app {spec!r}: expected module:attribute")
     if "" not in sys.path and "." not in sys.path:
         sys.path.insert(0, "")  # like `python -m`: the working directory is importable
-    module = importlib.import_module(module_name)
+    _app_import.active = True
+    try:
+        module = importlib.import_module(module_name)
+    finally:
+        _app_import.active = False
     app: Any = module
     for part in attribute.split("."):
         try:

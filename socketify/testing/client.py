@@ -49,6 +49,9 @@ class TestClient:
     __test__ = False
 
     def __init__(self, server: Application, *, remote_addr: str = "127.0.0.1") -> None:
+        from socketify.server import green_asyncio
+
+        green_asyncio.install()  # `async def` handlers run on this process's asyncio loop
         self.server = server
         self.remote_addr = remote_addr
         self.cookies: dict[str, str] = {}
