@@ -12,9 +12,10 @@ The iterable is turned into one of the response's body kinds:
 
 - a list or tuple (what most frameworks return): its chunks joined, a buffered answer;
 - our `FileWrapper` around a file on disk: a file range, sent with sendfile;
-- anything else: chunks pulled in the handler until the body is complete or `EAGER_BYTES`
-  were read. A body that ended, or that reached its Content-Length, is buffered; the rest
-  streams as the connection writes it, with the app's Content-Length or chunked without one.
+- anything else: its first non-empty chunk is pulled in the handler (the status may only be
+  set then). A body that ended there, or whose first chunk is its whole Content-Length (a
+  framework's usual answer), is buffered; any other streams as the connection writes it,
+  each chunk as soon as the app yields it, with the app's Content-Length or chunked.
 
 The Content-Length an app sends is kept (HEAD answers carry it; a body longer than it is cut
 to it; one that falls short ends the connection, as gunicorn does); the framing headers are
@@ -36,11 +37,8 @@ from socketify.wsgi.file_wrapper import FileWrapper, file_range
 if TYPE_CHECKING:
     from socketify.core.response import Response
 
-__all__ = ["EAGER_BYTES", "Answer", "parse_status"]
+__all__ = ["Answer", "parse_status"]
 
-# Body bytes an answer of unknown completeness reads before the head goes out: a small body
-# (most pages) then leaves as one buffered write, a long one starts streaming after this much.
-EAGER_BYTES = 64 * 1024
 # Hop-by-hop fields are the server's: an app must not send them (PEP 3333).
 _HOP_BY_HOP = frozenset(
     {
@@ -141,27 +139,22 @@ class Answer:
             assert isinstance(result, FileWrapper)
             if self._send_file(result):
                 return
-        chunks = self._pending or []
-        self._pending = None
-        size = sum(map(len, chunks))
         rest = iter(result)
-        for chunk in rest:
-            if chunk.__class__ is not bytes:
-                raise TypeError(f"a WSGI body chunk must be bytes, not {type(chunk).__name__}")
-            if not chunk:
-                continue
-            self._commit()
-            chunks.append(chunk)
-            size += len(chunk)
-            length = self._length
-            if size >= EAGER_BYTES or (length is not None and size >= length):
+        for first in rest:
+            if first.__class__ is not bytes:
+                raise TypeError(f"a WSGI body chunk must be bytes, not {type(first).__name__}")
+            if first:
                 break
         else:
-            self._send(b"".join(chunks))  # the body ended: one buffered answer
+            self._send(b"")  # the body ended empty: what write() was given, if anything
             return
+        chunks = self._pending or []  # write() may have been called while it was produced
+        self._pending = None
+        chunks.append(first)
+        self._commit()
         length = self._length
-        if length is not None and size >= length:
-            self._send(b"".join(chunks))
+        if length is not None and sum(map(len, chunks)) >= length:
+            self._send(b"".join(chunks))  # the whole body came in one piece
             return
         res.stream(itertools.chain(chunks, self._checked(rest)), length=length)
 
