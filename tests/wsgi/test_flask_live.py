@@ -212,8 +212,10 @@ def test_the_body_is_closed_when_an_http2_client_resets_the_stream(
     servers: dict[str, ServerProcess], data_dir: Path
 ) -> None:
     server = servers["endless"]
-    with httpx.Client(http1=False, http2=True) as client:
-        with client.stream("GET", f"{server.url}/reset") as response:
-            assert response.status_code == 200
-            next(response.iter_bytes())
+    with (
+        httpx.Client(http1=False, http2=True) as client,
+        client.stream("GET", f"{server.url}/reset") as response,
+    ):
+        assert response.status_code == 200
+        next(response.iter_bytes())
     wait_for(lambda: (data_dir / "closed-reset").exists(), 10, message="close() after RST")
