@@ -96,16 +96,8 @@ class Answer:
         elif self._status is not None:
             raise RuntimeError("start_response was called twice without exc_info")
         code = parse_status(status)
-        if not isinstance(headers, list):
+        if headers.__class__ is not list:
             raise TypeError(f"WSGI headers must be a list, not {type(headers).__name__}")
-        for field in headers:
-            if (
-                type(field) is not tuple
-                or len(field) != 2
-                or type(field[0]) is not str
-                or type(field[1]) is not str
-            ):
-                raise TypeError(f"a WSGI header must be a (str, str) tuple, not {field!r}")
         self._status = code
         self._headers = headers
         return self.write
@@ -215,7 +207,13 @@ class Answer:
         res = self.res
         res.status(self._status)
         add = res.add_header
-        for name, value in self._headers:
+        for field in self._headers:
+            # Checked here rather than in start_response: one pass over the headers.
+            if field.__class__ is not tuple or len(field) != 2:
+                raise TypeError(f"a WSGI header must be a (str, str) tuple, not {field!r}")
+            name, value = field
+            if name.__class__ is not str or value.__class__ is not str:
+                raise TypeError(f"a WSGI header must be a (str, str) tuple, not {field!r}")
             lower = name.lower()
             if lower == "content-length":
                 self._length = _content_length(value)

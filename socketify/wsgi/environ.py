@@ -82,7 +82,7 @@ class EnvironBuilder:
         environ["REQUEST_METHOD"] = head.method
         environ["QUERY_STRING"] = head.query_string
         environ["SERVER_PROTOCOL"] = head.version
-        environ["wsgi.input"] = InputStream(req.iter_body())
+        environ["wsgi.input"] = InputStream(req.iter_body)
         keys = self._keys
         for name, value in req.header_fields():
             key = keys.get(name, "")

@@ -11,7 +11,7 @@ that was framed by Content-Length or chunked (hence `wsgi.input_terminated`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 __all__ = ["ErrorStream", "InputStream"]
 
@@ -23,8 +23,8 @@ class InputStream:
 
     __slots__ = ("_buffer", "_ended", "_pieces", "_source")
 
-    def __init__(self, source: Iterable[bytes]) -> None:
-        self._source = source  # opened on the first read
+    def __init__(self, source: Callable[[], Iterable[bytes]]) -> None:
+        self._source = source  # called on the first read: the body's pieces
         self._pieces: Iterator[bytes] | None = None
         self._buffer = bytearray()
         self._ended = False
@@ -35,7 +35,7 @@ class InputStream:
             return False
         pieces = self._pieces
         if pieces is None:
-            pieces = self._pieces = iter(self._source)
+            pieces = self._pieces = iter(self._source())
         piece = next(pieces, b"")
         if not piece:
             self._ended = True
