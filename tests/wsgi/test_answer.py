@@ -356,3 +356,42 @@ def test_the_server_middleware_runs_before_a_mounted_app() -> None:
         ["middleware", "app"],
     )
     assert client.get("/legacy/moved").body == b"native"  # a route moved to Socketify wins
+
+
+def test_a_wrapped_file_on_disk_becomes_a_file_range_for_sendfile(tmp_path: Path) -> None:
+    from socketify.wsgi import FileWrapper
+
+    path = tmp_path / "page.html"
+    path.write_bytes(b"<p>" * 1000)
+    file = path.open("rb")
+    file.read(30)  # a file the app positioned
+    res = Response()
+    answer = Answer(res)
+    answer.start_response("200 OK", [("Content-Type", "text/html")])
+    answer.respond(FileWrapper(file))
+    assert (res.kind, res.file_path, res.file_offset, res.file_length) == (
+        "file",
+        str(path),
+        30,
+        2970,
+    )
+    res.close()
+    assert file.closed
+
+
+def test_a_wrapped_file_replaced_on_disk_is_streamed_from_the_open_file(tmp_path: Path) -> None:
+    from socketify.wsgi import FileWrapper
+
+    path = tmp_path / "data.txt"
+    path.write_bytes(b"old contents")
+    file = path.open("rb")
+    path.unlink()
+    path.write_bytes(b"new")  # the same name, another file
+    res = Response()
+    answer = Answer(res)
+    answer.start_response("200 OK", [])
+    answer.respond(FileWrapper(file))
+    assert res.kind != "file"
+    sent = b"".join(res.iter_stream()) if res.kind == "stream" else res.body
+    assert sent == b"old contents"
+    res.close()
