@@ -22,9 +22,21 @@ SETTINGS = "tests.wsgi.django_site.settings"
 PASSWORD = "correct horse battery staple"
 
 
-def django_admin(env: dict[str, str], *args: str) -> None:
+# The project's set-up in one interpreter: the migrations, collectstatic, an admin user.
+SET_UP = """
+import django
+django.setup()
+from django.contrib.auth.models import User
+from django.core.management import call_command
+call_command("migrate", interactive=False, verbosity=0)
+call_command("collectstatic", interactive=False, verbosity=0)
+User.objects.create_superuser("admin", "admin@example.com", PASSWORD)
+"""
+
+
+def set_up_project(env: dict[str, str]) -> None:
     subprocess.run(
-        [sys.executable, "-m", "django", *args, "--settings", SETTINGS],
+        [sys.executable, "-c", SET_UP.replace("PASSWORD", repr(PASSWORD))],
         cwd=REPO,
         env=server_environment(env),
         check=True,
@@ -38,14 +50,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     data = tmp_path_factory.mktemp("django")
     env = {
         "DJANGO_TEST_DIR": str(data),
-        "DJANGO_SUPERUSER_PASSWORD": PASSWORD,
         "DJANGO_SETTINGS_MODULE": SETTINGS,
     }
-    django_admin(env, "migrate", "--noinput")
-    django_admin(env, "collectstatic", "--noinput")
-    django_admin(
-        env, "createsuperuser", "--noinput", "--username", "admin", "--email", "admin@example.com"
-    )
+    set_up_project(env)
     with Launcher(tmp_path_factory.mktemp("django-logs")) as launch:
         yield launch("tests.wsgi.django_site.serving:server", env=env)
 
