@@ -181,6 +181,10 @@ class Answer:
             elif res.sends_body:
                 res.stream((body,), length=length)  # short: the connection cuts it off
                 return
+        if body and res.content_type is None:
+            # `send` would guess a Content-Type; a WSGI app that sent none gets none.
+            res.stream((body,), length=len(body))
+            return
         res.send(body)
 
     def _send_file(self, wrapper: FileWrapper) -> bool:

@@ -395,3 +395,14 @@ def test_a_wrapped_file_replaced_on_disk_is_streamed_from_the_open_file(tmp_path
     sent = b"".join(res.iter_stream()) if res.kind == "stream" else res.body
     assert sent == b"old contents"
     res.close()
+
+
+def test_a_body_without_a_content_type_gets_none_added() -> None:
+    def app(environ: Any, start_response: Any) -> list[bytes]:
+        start_response("200 OK", [])
+        return [b"<html>untyped</html>"]
+
+    response = client_for(app).get("/")
+    assert response.body == b"<html>untyped</html>"
+    assert "Content-Type" not in response.headers
+    assert response.headers["Content-Length"] == "20"
