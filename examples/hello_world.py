@@ -2,6 +2,8 @@
 
     socketify run examples.hello_world:server --bind 127.0.0.1:8080
     curl http://127.0.0.1:8080/hello/ada
+
+Guide: docs/getting-started.md.
 """
 
 from socketify import Server

@@ -56,8 +56,29 @@ __all__ = [
 ]
 
 
+# socketify.py's API (`from socketify import App, AppOptions, OpCode`), imported on first use.
+# Its `middleware` helper is not among them: `socketify.middleware` is our middleware package.
+_SOCKETIFY_PY = {
+    "App",
+    "AppListenOptions",
+    "AppOptions",
+    "AppRequest",
+    "AppResponse",
+    "CompressOptions",
+    "MiddlewareRouter",
+    "OpCode",
+    "SendStatus",
+    "WebSocket",
+    "sendfile",
+}
+
+
 def __getattr__(name: str) -> Any:
     """Import a feature module the first time its short name is used."""
+    if name in _SOCKETIFY_PY:
+        value = getattr(importlib.import_module("socketify.socketify_py"), name)
+        globals()[name] = value
+        return value
     module_name = _FEATURES.get(name)
     if module_name is None:
         raise AttributeError(f"module 'socketify' has no attribute {name!r}")

@@ -190,6 +190,7 @@ def info() -> str:
 def run(options: argparse.Namespace) -> int:
     """`socketify run APP`: become the master of pre-forked workers serving APP."""
     configure_logging(options.log_level, options.error_log, options.access_log)
+    from socketify.core.templates import RELOAD_ENV
     from socketify.core.tls_options import TlsError, TlsOptions
     from socketify.server.app_worker import (
         AppLoadError,
@@ -201,6 +202,9 @@ def run(options: argparse.Namespace) -> int:
     from socketify.server.schemes import BindPlan, SchemeError
     from workers.supervise.sockets import BindError
 
+    if options.reload:
+        # The workers inherit it: their templates are checked for edits on every use.
+        os.environ[RELOAD_ENV] = "1"
     target: Any
     settings: Any
     try:

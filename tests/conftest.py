@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.support.browser import chromium
 from tests.support.sd_notify import NotifyListener
 from tests.support.serve import Launcher
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 
 @pytest.fixture
@@ -25,3 +30,11 @@ def notify() -> Iterator[NotifyListener]:
     listener = NotifyListener()
     yield listener
     listener.close()
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    """A headless Chromium (Playwright on Debian's chromium) for one test; skips, or fails when
+    services are required, without one."""
+    with chromium() as launched:
+        yield launched

@@ -10,6 +10,8 @@ which counts the people on every worker. A picture goes out as one binary `PM` i
 (kind 3, with its mime type); the server announces it with a `picture {name}` event and
 relays the bytes untouched to the other members of the media room `lobby`, a room of its own
 beside the chat room of the same name.
+
+Guide: docs/guide/websocket.md.
 """
 
 from __future__ import annotations

@@ -30,14 +30,15 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from socketify.core.callables import require_blocking
 from socketify.core.chain import Chain
 from socketify.core.compression import resolve as resolve_compression
+from socketify.core.coroutines import blocking, blocking_middleware
 from socketify.core.errors import HTTPError
 from socketify.core.options import ServerOptions
 from socketify.core.request import Request
 from socketify.core.response import TEXT_PLAIN, Response
 from socketify.core.routing import ANY, Group, Middleware, Registrar, Route, Router, allow_header
+from socketify.core.templates import Templates
 from socketify.protocol.http11.status import reason
 
 __all__ = ["Application", "ErrorHandler"]
@@ -58,6 +59,9 @@ class Application(Registrar):
         self._error_handler: ErrorHandler | None = None
         self._compress = resolve_compression(self.settings.compression)
         self._chain: Chain | None = None  # the global chain, made when the routes freeze
+        folder = self.settings.templates
+        # What `res.render` reads; Jinja2 itself is loaded on the first render.
+        self.templates = Templates(folder) if folder is not None else None
 
     # -- registration ---------------------------------------------------------------------
 
@@ -68,7 +72,7 @@ class Application(Registrar):
         it sees every request, including those an app middleware answers itself).
         """
         self.router.check_open()
-        require_blocking(middleware, "middleware")
+        middleware = blocking_middleware(middleware, "middleware")
         if first:
             self._middleware.insert(0, middleware)
         else:
@@ -84,8 +88,7 @@ class Application(Registrar):
 
     def on_error(self, handler: ErrorHandler) -> ErrorHandler:
         """Set `handler(req, res, exc)` to answer unexpected exceptions (usable as decorator)."""
-        require_blocking(handler, "the error handler")
-        self._error_handler = handler
+        self._error_handler = blocking(handler, "the error handler")
         return handler
 
     def freeze(self) -> None:
@@ -109,6 +112,7 @@ class Application(Registrar):
             self.freeze()
             chain = self._chain
             assert chain is not None
+        res.templates = self.templates
         try:
             chain.run(req, res)
             if not res.ended:

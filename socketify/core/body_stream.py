@@ -8,6 +8,11 @@ bytes. The pieces come from an iterable, or from `next_piece`, which a subclass 
 pull them from its own source (the connection's `RequestBody` reads its parser). A limit set
 before the first read (`body_limit`) is enforced up front from Content-Length, and for a
 chunked body while it streams: the piece that crosses it raises `HTTPError(413)`.
+
+Some bodies end with trailer fields (a chunked HTTP/1.1 body, an HTTP/2 stream): `trailers`
+is None until the end of the body has been read, then the `(lower-case name, value)` pairs
+that came after it (none for most bodies). A subclass that meets trailers sets them when it
+reads the end.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ PAYLOAD_TOO_LARGE = "Payload Too Large"
 class BodyStream:
     """Body pieces that can be consumed once, optionally capped in size."""
 
-    __slots__ = ("_consumed", "_limit", "_source", "expected", "received")
+    __slots__ = ("_consumed", "_limit", "_source", "expected", "received", "trailers")
 
     def __init__(self, source: Iterable[bytes] = (), expected: int | None = None) -> None:
         self._source = iter(source)
@@ -32,6 +37,8 @@ class BodyStream:
         self._consumed = False
         self.expected = expected  # the Content-Length, or None for a chunked body
         self.received = 0
+        # The trailer fields, once the end was read (None before: they follow the body).
+        self.trailers: tuple[tuple[str, str], ...] | None = None
 
     @property
     def consumed(self) -> bool:
@@ -62,6 +69,8 @@ class BodyStream:
         next_piece = self.next_piece
         while piece := next_piece():
             yield self._counted(piece)
+        if self.trailers is None:
+            self.trailers = ()
 
     def read_all(self) -> bytes:
         """Read the rest of the body into one bytes object."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from socketify.core.callables import require_blocking
+from socketify.core.coroutines import blocking
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
@@ -70,10 +70,11 @@ def hooked(before: Before | None = None, after: After | None = None, *, name: st
     """
     if before is None and after is None:
         raise ValueError("a hooked middleware needs a before or an after hook")
-    for hook in (before, after):
-        if hook is not None:
-            require_blocking(hook, "the middleware hook")
     label = name or getattr(before or after, "__name__", "middleware")
+    if before is not None:
+        before = blocking(before, "the middleware hook")
+    if after is not None:
+        after = blocking(after, "the middleware hook")
     return Hooked(before, after, label)
 
 

@@ -69,6 +69,7 @@ class ServerOptions:
     http2_max_settings_per_second: int = 50
     http2_max_frame_size: int = 16384  # the largest frame we accept (FRAME_SIZE_ERROR past it)
     http2_send_timeout: float = 30.0  # an answer stalled on a zero window is reset after this
+    templates: Any = None  # None or the folder `res.render` reads Jinja2 templates from
 
     def __post_init__(self) -> None:
         for name in _POSITIVE_SECONDS + _POSITIVE_SIZES:

@@ -301,6 +301,29 @@ class Request:
         assert self._stream is not None
         yield from self._stream
 
+    @property
+    def trailers(self) -> Headers:
+        """The trailer fields the client sent after the body (read-only, case-insensitive).
+
+        A chunked HTTP/1.1 body and an HTTP/2 stream can end with trailer fields; other
+        bodies have none (an empty mapping). They follow the body, so asking for them reads
+        the body first (as `body` does) when nothing has read it yet; while `iter_body()`
+        is still under way they are not there yet, and asking raises RuntimeError. Fields a
+        trailer must not carry (framing, routing, authentication, `Content-*`...: see
+        `socketify.protocol.http11.trailers`) are dropped on both protocols.
+        """
+        stream = self._stream
+        if stream is None:
+            return Headers((), readonly=True)
+        if not stream.consumed:
+            self.body  # noqa: B018 - reads the body to its end, where the trailers are
+        fields = stream.trailers
+        if fields is None:
+            raise RuntimeError(
+                "the trailers follow the body: read req.body, or iter_body() to its end, first"
+            )
+        return Headers(fields, readonly=True)
+
     def limit_body(self, max_bytes: int) -> None:
         """Answer 413 for a body over `max_bytes`: at once from Content-Length, or as it streams."""
         if self._stream is not None and self._body is None:

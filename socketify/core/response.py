@@ -11,6 +11,13 @@ Everything a client could use to split a response is refused when it is set, not
 written: CR, LF or NUL in a header name or value, bad cookie names, unsafe redirect targets.
 Content-Length and Transfer-Encoding are the connection's alone; Date, Server and Connection
 set here replace the connection's own.
+
+A streamed answer can end with trailer fields (`set_trailer`), values known only once the
+body is out: a digest, a status of the work the stream did. HTTP/2 sends them as a final
+HEADERS frame, HTTP/1.1 in the chunked body's trailer section; those set before the head goes
+out are announced in a `Trailer` header. An answer with a Content-Length (bytes, a file), one
+with no body on the wire (HEAD, 204, 304) and one to an HTTP/1.0 client (its body ends with
+the connection) have no place for them: there they are dropped.
 """
 
 from __future__ import annotations
@@ -29,12 +36,14 @@ import orjson
 
 from socketify.core.cookies import build_set_cookie, expired_cookie
 from socketify.core.headers import Headers, content_disposition
-from socketify.core.mime import guess_type
+from socketify.core.mime import DEFAULT_TYPE, guess_type
 from socketify.protocol.http11.serializer import HeaderField, check_header_value, header_field
 from socketify.protocol.http11.status import NO_BODY_STATUSES, reason
+from socketify.protocol.http11.trailers import trailer_field
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
+    from socketify.core.templates import Templates
 
 __all__ = ["APPLICATION_JSON", "TEXT_HTML", "TEXT_PLAIN", "Response"]
 
@@ -61,6 +70,7 @@ class Response:
         "_content_type",
         "_cookies",
         "_fields",
+        "_trailers",
         "ended",
         "file_length",
         "file_offset",
@@ -69,6 +79,7 @@ class Response:
         "status_code",
         "stream_iter",
         "stream_length",
+        "templates",
         "upgrade",
     )
 
@@ -87,6 +98,9 @@ class Response:
         self.stream_length: int | None = None  # a stream's declared size, if it has one
         self._closers: list[Callable[[], object]] | None = None
         self.upgrade: Callable[[Any], Any] | None = None
+        self._trailers: list[HeaderField] | None = None
+        # The app's templates (`Server(templates=...)`), set by the app before its chain runs.
+        self.templates: Templates | None = None
         # A HEAD answer: the GET answer's headers, and no body on the wire.
         self.head_only = request is not None and request.method == "HEAD"
 
@@ -195,6 +209,27 @@ class Response:
     def html(self, body: str | bytes) -> bool:
         """Send an HTML body (`text/html; charset=utf-8` unless a type is set)."""
         return self.send(body, TEXT_HTML)
+
+    def render(self, name: str, /, **context: Any) -> bool:
+        """Send the Jinja2 template `name` rendered with `context` (needs `Server(templates=)`).
+
+        The Content-Type follows the template's extension (`page.html` is HTML, `feed.xml`
+        XML; HTML for one it does not know) unless one is set. Raises `TemplatesUnavailable`
+        without a template folder or without Jinja2, and Jinja2's `TemplateNotFound` for a
+        name the folder lacks.
+        """
+        if self.ended:
+            return False
+        if self.templates is None:
+            from socketify.core.templates import TemplatesUnavailable
+
+            raise TemplatesUnavailable(
+                f"res.render({name!r}) needs a template folder: Server(templates='templates')"
+            )
+        body = self.templates.render(name, **context)
+        kind = guess_type(name)
+        # A template named without a known extension (`mail.jinja`) is taken for HTML.
+        return self.send(body, TEXT_HTML if kind == DEFAULT_TYPE else kind)
 
     def json(self, obj: Any) -> bool:
         """Send `obj` as compact JSON; always `application/json; charset=utf-8`."""
@@ -308,6 +343,42 @@ class Response:
         self.stream_length = length
         self.ended = True
         return True
+
+    def set_trailer(self, name: str, value: str) -> Response:
+        """Send `name: value` after a streamed body, replacing an earlier value; chains.
+
+        Call it before `stream()` or from the stream's iterable while it runs: the
+        connection reads the trailers once the iterable is exhausted. Those set before the
+        head goes out are announced in a `Trailer` header (for a value known only at the
+        end, announce the name yourself: `set_header("Trailer", name)`). They are sent on
+        HTTP/2 and on chunked HTTP/1.1 answers; an answer with a Content-Length (bytes, a
+        file), none on the wire (HEAD, 204, 304) or to an HTTP/1.0 client drops them.
+
+        ValueError for a name a trailer must not carry (framing, routing, authentication,
+        `Content-*`...; see `socketify.protocol.http11.trailers`) or an unsafe value;
+        RuntimeError when this answer already has a buffered or file body.
+        """
+        field = trailer_field(name, value)
+        if self.ended and self.stream_iter is None:
+            raise RuntimeError(
+                "trailers follow a streamed body (res.stream); this answer's length is known"
+            )
+        trailers = self._trailers
+        if trailers is None:
+            self._trailers = [field]
+        else:
+            trailers[:] = [kept for kept in trailers if kept[0] != field[0]]
+            trailers.append(field)
+        return self
+
+    @property
+    def trailers(self) -> Headers:
+        """A read-only snapshot of the trailer fields set so far."""
+        return Headers([(field[1], field[2]) for field in self._trailers or ()], readonly=True)
+
+    def trailer_fields(self) -> tuple[HeaderField, ...]:
+        """The trailer fields to send after a streamed body, in the order they were set."""
+        return tuple(self._trailers) if self._trailers else ()
 
     def iter_stream(self) -> Iterator[bytes]:
         """Yield the stream's chunks as non-empty bytes (an empty one would end chunking)."""
@@ -452,7 +523,16 @@ class Response:
             )
         if self._content_type is not None:
             fields += (self._content_type,)
+        if self._trailers and self.stream_iter is not None:
+            fields += self._trailer_announcement(fields)
         return fields
+
+    def _trailer_announcement(self, fields: tuple[HeaderField, ...]) -> tuple[HeaderField, ...]:
+        """The `Trailer` field naming the trailers set so far, unless the handler set one."""
+        if any(field[0] == "trailer" for field in fields):
+            return ()
+        names = ", ".join(field[1] for field in self._trailers or ())
+        return (header_field("Trailer", names),)
 
     @property
     def body_length(self) -> int | None:
@@ -480,6 +560,7 @@ class Response:
         self.stream_iter = None
         self.stream_length = None
         self.upgrade = None
+        self._trailers = None
         if self._fields:
             self._fields[:] = [field for field in self._fields if field[0] not in _ENTITY]
 

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 from urllib.parse import unquote
 
-from socketify.core.callables import require_blocking
 from socketify.core.chain import Chain, Middleware
+from socketify.core.coroutines import blocking, blocking_middleware
 from socketify.core.errors import HTTPError
 
 if TYPE_CHECKING:
@@ -143,8 +143,7 @@ class Route:
     def use(self, middleware: Middleware) -> Route:
         """Add a middleware that runs for this route only (after group middleware)."""
         self._router.check_open()
-        require_blocking(middleware, "middleware")
-        self.middleware.append(middleware)
+        self.middleware.append(blocking_middleware(middleware, "middleware"))
         return self
 
     def matches_method(self, method: str) -> bool:
@@ -316,8 +315,7 @@ class Group(Registrar):
     def use(self, middleware: Middleware) -> Group:
         """Add a middleware for every route under this group's prefix."""
         self._router.check_open()
-        require_blocking(middleware, "middleware")
-        self.middleware.append(middleware)
+        self.middleware.append(blocking_middleware(middleware, "middleware"))
         return self
 
     def _add(self, method: str, pattern: str, handler: Handler) -> Route:
@@ -385,7 +383,7 @@ class Router:
     def add(self, method: str, pattern: str, handler: Handler) -> Route:
         """Register a route and return it."""
         self.check_open()
-        require_blocking(handler, f"the handler for {pattern!r}")
+        handler = blocking(handler, f"the handler for {pattern!r}")
         upper = method.upper()
         if upper in ("ANY", ANY):
             method = ANY

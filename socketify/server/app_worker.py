@@ -22,6 +22,23 @@ class AppLoadError(Exception):
     """The APP argument names neither a Server nor a WSGI application."""
 
 
+class _AppImport:
+    """Whether this process is importing an APP module for `socketify run` right now."""
+
+    __slots__ = ("active",)
+
+    def __init__(self) -> None:
+        self.active = False
+
+
+_app_import = _AppImport()
+
+
+def importing_app() -> bool:
+    """True while `load_app` imports the app's module (a module-level `app.run()` returns)."""
+    return _app_import.active
+
+
 @dataclass(frozen=True)
 class WsgiOptions:
     """How `socketify run` serves a WSGI app: `--wsgi` (no detection), `--root-path`
@@ -50,7 +67,11 @@ def load_app(spec: str, wsgi: WsgiOptions | None = None) -> Application:
         raise AppLoadError(f"invalid app {spec!r}: expected module:attribute")
     if "" not in sys.path and "." not in sys.path:
         sys.path.insert(0, "")  # like `python -m`: the working directory is importable
-    module = importlib.import_module(module_name)
+    _app_import.active = True
+    try:
+        module = importlib.import_module(module_name)
+    finally:
+        _app_import.active = False
     app: Any = module
     for part in attribute.split("."):
         try:

@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from gevent import GreenletExit, get_hub, sleep
+from gevent import GreenletExit, get_hub, getcurrent, sleep
 
 from socketify.core.request import Request
 from socketify.core.response import Response
@@ -95,7 +95,9 @@ class Connection:
         self._read_watcher = hub.loop.io(fd, 1)
         self.write_watcher = hub.loop.io(fd, 2)
         self._reading = False  # the read watcher is started
-        self._waiting = False  # the greenlet is parked until the socket is readable
+        # The greenlet parked until the socket is readable: the connection's own, or the one
+        # running an `async def` handler that reads the body (the worker's event loop).
+        self._waiting: Any = None
         self._out: list[bytes] = []
         self.phase = IDLE
         self.deadline: float | None = None
@@ -255,15 +257,15 @@ class Connection:
         if not self._reading:
             self._reading = True
             self._read_watcher.start(self._on_readable)
-        self._waiting = True
+        self._waiting = getcurrent()
         try:
             self._hub.switch()
         finally:
-            self._waiting = False
+            self._waiting = None
 
     def _on_readable(self) -> None:
-        if self._waiting:
-            self.greenlet.switch()
+        if self._waiting is not None:
+            self._waiting.switch()
         else:
             # Readable while busy (pipelined bytes during a handler): stop, or the
             # level-triggered watcher would fire on every loop turn until we read.

@@ -9,7 +9,8 @@ only their IO differs, so the steps live here once:
 2. the owner runs `app.handle(req, res)` and, when there is a body, `body.settle(status)`;
 3. `response_parts(conn, head, res, keep_alive)`: what to write, in order — bytes, or a `FileRange`
    (the head and a file's range, which a socket sends with sendfile). A stream's chunks are
-   produced as the owner writes them, so a slow producer never makes the answer wait whole.
+   produced as the owner writes them, so a slow producer never makes the answer wait whole,
+   and its trailer fields, read once the stream is exhausted, end the chunked body.
 
 Everything about the wire (framing, HEAD, keep-alive, chunking) is the `ServerConnection`'s;
 everything about the answer is the `Response`'s public surface. An HTTP/2 connection answers
@@ -24,7 +25,7 @@ from typing import Any
 
 from socketify.core.request import Request
 from socketify.core.response import Response
-from socketify.protocol.http11 import RequestHead, ServerConnection
+from socketify.protocol.http11 import HeaderField, RequestHead, ServerConnection
 from socketify.server.request_body import RequestBody
 
 __all__ = ["FileRange", "request_for", "response_parts"]
@@ -89,10 +90,12 @@ def _produced(conn: ServerConnection, res: Response, head: bytes) -> Iterator[by
     """A file or stream answer, its chunks encoded as the producer yields them."""
     if res.file_path is not None:
         yield FileRange(head, res.file_path, res.file_offset, res.file_length)
+        trailers: tuple[HeaderField, ...] = ()
     else:
         yield head
         for chunk in res.iter_stream():
             yield conn.send_data(chunk)
-    end = conn.end_response()
+        trailers = res.trailer_fields()  # only now: the iterable may have set them as it ran
+    end = conn.end_response(trailers)
     if end:
         yield end

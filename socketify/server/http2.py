@@ -152,7 +152,7 @@ class Http2Session:
             elif isinstance(event, StreamEnded):
                 stream = streams.get(event.stream_id)
                 if stream is not None:
-                    stream.body_ended()
+                    stream.body_ended(event.trailers)
             elif isinstance(event, WindowOpened):
                 self._window_opened(event.stream_id)
             elif isinstance(event, StreamReset):

@@ -5,12 +5,15 @@ Theory of operation. The session's reader routes the stream's events here (`body
 and `Response` an HTTP/1.1 exchange does, runs `Application.handle`, and writes the answer
 through the `Response`'s public surface. The greenlet is the only one that waits for this
 stream: for body bytes (the body is read only when the app asks, and each piece read is
-acknowledged with WINDOW_UPDATE, so what waits unread is bounded by the stream's window), for
+acknowledged with WINDOW_UPDATE, so what waits unread is bounded by the stream's window;
+`body_timeout` bounds the time spent waiting for them across all the app's reads, as on
+HTTP/1.1: a body that runs out of it gets a 408, then a reset for the rest), for
 send window (a zero window parks the sender, at most `http2_send_timeout`, then RST_STREAM),
 and for the socket's backlog to drain.
 
 An answer is buffered bytes, a file range (read and sent in chunks: sendfile cannot go
-through frames), a stream sent as produced, or an upgrade. A failure after the HEADERS went out
+through frames), a stream sent as produced (its trailer fields, if it set any, in a last
+HEADERS frame), or an upgrade. A failure after the HEADERS went out
 resets the stream with INTERNAL_ERROR, so the client cannot take a cut answer for a whole one.
 An SSE upgrade gets an `http2_channel.StreamChannel`, so an event stream is a long-lived
 HTTP/2 stream with the same bounded backlog; a WebSocket needs the HTTP/1.1 upgrade and gets
@@ -20,6 +23,7 @@ a 505 here.
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +55,7 @@ class Stream:
     """The request and answer of one HTTP/2 stream."""
 
     __slots__ = (
+        "_body_time",
         "_chunks",
         "_continued",
         "_ended",
@@ -59,6 +64,7 @@ class Stream:
         "_received",
         "_signal",
         "_too_large",
+        "_trailers",
         "_unread_flow",
         "done",
         "greenlet",
@@ -85,6 +91,9 @@ class Stream:
         self._unread_flow = 0  # flow-controlled bytes buffered and not acknowledged
         self._received = 0
         self._too_large = False
+        self._trailers: tuple[tuple[str, str], ...] = ()  # what the client sent after the body
+        # Seconds left of waiting for the body; below zero once it timed out.
+        self._body_time = session.options.body_timeout
         self._signal = Event()  # set on anything this stream's greenlet may wait for
 
     # -- the reader's side --------------------------------------------------------------------
@@ -105,9 +114,10 @@ class Stream:
             self._unread_flow += flow_length
         self._signal.set()
 
-    def body_ended(self) -> None:
-        """The client sent the end of the request."""
+    def body_ended(self, trailers: tuple[tuple[str, str], ...] = ()) -> None:
+        """The client sent the end of the request, with these trailer fields."""
         self._ended = True
+        self._trailers = trailers
         self._signal.set()
 
     def gone(self) -> None:
@@ -132,7 +142,8 @@ class Stream:
             if head.content_length is not None and head.content_length > opts.max_body_size:
                 self._answer_plain(413, PAYLOAD_TOO_LARGE)
                 return
-            no_body = self._ended and head.content_length is None and not self._chunks
+            no_body = self._ended and head.content_length is None
+            no_body = no_body and not self._chunks and not self._trailers
             body = b"" if no_body else _Body(self)
             req = Request(head, body, conn.addr, opts.trust_proxy, conn.scheme)
             if conn.peer_cert is not None:
@@ -174,6 +185,10 @@ class Stream:
 
     def next_piece(self) -> bytes:
         """The next body piece, waiting for the client if needed; b"" at the end."""
+        if self.done:
+            # As on HTTP/1.1: the pieces that come once the answer is being written are
+            # dropped (see body_data), so a read then would miss them.
+            raise RuntimeError("the request was answered; its body can no longer be read")
         chunks = self._chunks
         while True:
             if chunks:
@@ -197,14 +212,35 @@ class Stream:
                 except StreamClosed:
                     raise HTTPError(400, "the client reset the stream") from None
                 self.session.schedule_flush()
-            if not self._wait(self.session.options.body_timeout):
-                raise HTTPError(408, "Request body timed out")
+            self._wait_for_body()
+
+    def _wait_for_body(self) -> None:
+        """Park until the reader signals, within what is left of the body's deadline.
+
+        The deadline is one budget for the whole body, as on HTTP/1.1: only the time spent
+        waiting for the client counts, not the app's own work between reads. Once it is
+        spent the app gets a 408, and the rest of the body is refused with a reset.
+        """
+        left = self._body_time
+        started = time.monotonic()
+        signalled = left > 0 and self._wait(left)
+        self._body_time = left - (time.monotonic() - started)
+        if not signalled:
+            self._body_time = -1.0
+            raise HTTPError(408, "Request body timed out")
+
+    @property
+    def trailers(self) -> tuple[tuple[str, str], ...]:
+        """The trailer fields the client sent after the body (once it ended)."""
+        return self._trailers
 
     @property
     def unread_is_small(self) -> bool:
         """Whether what the client has yet to send is within the drain budget (see
         `server.request_body`): taken and dropped rather than refused with a reset."""
         expected = self.head.content_length
+        if self._body_time < 0:
+            return False  # a client too slow for body_timeout is not waited for again
         return expected is not None and expected - self._received <= DRAIN_BUDGET
 
     def _wait(self, timeout: float | None) -> bool:
@@ -243,7 +279,12 @@ class Stream:
             for chunk in res.iter_stream():
                 if chunk:
                     self.send_all(chunk)
-            self.send_all(b"", end=True)
+            trailers = res.trailer_fields()  # only now: the iterable may have set them
+            if trailers:
+                proto.send_trailers(sid, [(field[0], field[2]) for field in trailers])
+                self.session.schedule_flush()
+            else:
+                self.send_all(b"", end=True)
 
     def _send_file(self, path: str, offset: int, length: int) -> None:
         with open(path, "rb") as file:
@@ -352,5 +393,8 @@ class _Body(BodyStream):
         self._stream = stream
 
     def next_piece(self) -> bytes:
-        """The next piece; b"" at the end."""
-        return self._stream.next_piece()
+        """The next piece; b"" at the end (the trailers are then known)."""
+        piece = self._stream.next_piece()
+        if not piece:
+            self.trailers = self._stream.trailers
+        return piece

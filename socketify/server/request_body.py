@@ -83,6 +83,7 @@ class RequestBody(BodyStream):
             raise HTTPError(exc.status, exc.detail) from None
         if event is END_OF_MESSAGE:
             self.done = True
+            self.trailers = conn.trailers
             return b""
         assert isinstance(event, bytes)
         return event

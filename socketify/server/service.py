@@ -26,6 +26,7 @@ from gevent import get_hub
 from gevent.monkey import get_original
 
 from socketify.core.options import http2_available
+from socketify.server import green_asyncio
 from socketify.server.connection import IDLE, Connection
 from socketify.server.tls_stream import TlsStream, server_context
 
@@ -58,6 +59,7 @@ class HttpService:
     ) -> None:
         self.app = app
         self.options: ServerOptions = app.settings
+        green_asyncio.install()  # `async def` handlers run on this process's asyncio loop
         self.stopping = False
         self.connections: set[Connection] = set()
         # Called once per answered request (max_requests recycling lives in the worker);

@@ -49,6 +49,9 @@ class TestClient:
     __test__ = False
 
     def __init__(self, server: Application, *, remote_addr: str = "127.0.0.1") -> None:
+        from socketify.server import green_asyncio
+
+        green_asyncio.install()  # `async def` handlers run on this process's asyncio loop
         self.server = server
         self.remote_addr = remote_addr
         self.cookies: dict[str, str] = {}
@@ -63,13 +66,20 @@ class TestClient:
         data: bytes | str | Mapping[str, Any] | None = None,
         json: Any = None,
         version: str = "HTTP/1.1",
+        trailers: Mapping[str, str] | None = None,
     ) -> TestResponse:
-        """Send one request and return the response the client would receive."""
+        """Send one request and return the response the client would receive.
+
+        With `trailers` the body is sent chunked and the fields follow it (`req.trailers`).
+        """
         body, content_type = _encode_body(data, json)
         fields: dict[str, str] = {}
         if content_type:
             fields["Content-Type"] = content_type
-        if body or method in ("POST", "PUT", "PATCH"):
+        if trailers is not None:
+            fields["Transfer-Encoding"] = "chunked"
+            body = _chunked(body, trailers)
+        elif body or method in ("POST", "PUT", "PATCH"):
             fields["Content-Length"] = str(len(body))
         fields.update(headers or {})
         raw = self._request_bytes(method, path, query, fields, version) + body
@@ -227,6 +237,13 @@ def _encode_body(data: Any, json: Any) -> tuple[bytes, str | None]:
     if isinstance(data, Mapping):
         return urlencode(data, doseq=True).encode(), "application/x-www-form-urlencoded"
     return (data.encode() if isinstance(data, str) else bytes(data)), None
+
+
+def _chunked(body: bytes, trailers: Mapping[str, str]) -> bytes:
+    """`body` in the chunked coding (one chunk), ended by the trailer section `trailers`."""
+    chunk = b"%x\r\n%s\r\n" % (len(body), body) if body else b""
+    section = "".join(f"{name}: {value}\r\n" for name, value in trailers.items())
+    return chunk + b"0\r\n" + section.encode("latin-1") + b"\r\n"
 
 
 def _no_more_bytes(conn: ServerConnection, body: RequestBody) -> None:

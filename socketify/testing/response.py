@@ -12,7 +12,7 @@ __all__ = ["TestResponse"]
 
 
 class TestResponse:
-    """A response as a client sees it: status, headers, body."""
+    """A response as a client sees it: status, headers, body, and the trailers of a chunked one."""
 
     __test__ = False  # not a pytest test class
 
@@ -25,8 +25,10 @@ class TestResponse:
         self.headers = Headers(
             (name, value.strip()) for name, _, value in (line.partition(":") for line in lines[1:])
         )
+        # The fields after a chunked body (empty for other bodies), as `headers` holds them.
+        self.trailers = Headers()
         if (self.headers.get("Transfer-Encoding") or "").lower() == "chunked":
-            self.body = _dechunk(rest)
+            self.body, self.trailers = _dechunk(rest)
         else:
             self.body = rest
 
@@ -48,7 +50,8 @@ class TestResponse:
         return f"<TestResponse {self.status} {len(self.body)} bytes>"
 
 
-def _dechunk(data: bytes) -> bytes:
+def _dechunk(data: bytes) -> tuple[bytes, Headers]:
+    """The body of a chunked message and its trailer fields."""
     body = bytearray()
     while data:
         size_line, _, data = data.partition(b"\r\n")
@@ -57,4 +60,7 @@ def _dechunk(data: bytes) -> bytes:
             break
         body += data[:size]
         data = data[size + 2 :]
-    return bytes(body)
+    section = data.partition(b"\r\n\r\n")[0].decode("latin-1")
+    lines = [line.partition(":") for line in section.split("\r\n") if line]
+    trailers = Headers(((name, value.strip()) for name, _, value in lines))
+    return bytes(body), trailers

@@ -5,14 +5,17 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
 from socketify.realtime.pulse import easy, media
-from tests.support.browser import Browser, chromium_or_skip
+from tests.support.browser import wait_for
 from tests.support.serve import Launcher, ServerProcess
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -60,24 +63,25 @@ def test_lobby_talk_online_count_and_pictures(chat: ServerProcess) -> None:
         assert _event(ada, "left") == {"name": "bob"}
 
 
-def test_the_page_chats_and_shows_pictures_between_two_browser_tabs(chat: ServerProcess) -> None:
-    with Browser(chromium_or_skip()) as browser:
-        tabs = [browser.open(chat.url + "/") for _ in range(2)]
-        for tab, name in zip(tabs, ("carol", "dave"), strict=True):
-            tab.wait_for("document.readyState === 'complete' && typeof handlers === 'object'")
-            tab.eval(f"document.getElementById('name').value = '{name}'")
-            tab.eval("document.getElementById('gate').requestSubmit()")
-            tab.wait_for("document.getElementById('status').textContent.startsWith('live')")
-        carol, dave = tabs
-        carol.eval("document.getElementById('text').value = 'hello <i>dave</i>'")
-        carol.eval("document.getElementById('talk').requestSubmit()")
-        last_said = "[...document.querySelectorAll('#log .said span')].at(-1)?.textContent"
-        assert dave.wait_for(last_said) == "hello <i>dave</i>"
-        # A picture as the file input sends it: a PM image frame built by pm.js.
-        carol.eval(
-            "socket.send(PM.pack(PM.IMAGE, 0, 1, PM.LAST, new Uint8Array([71, 73, 70]),"
-            " 'image/gif'))"
-        )
-        alt = "document.querySelector('#log .picture img')?.alt"
-        assert dave.wait_for(alt) == "picture from carol"
-        assert dave.wait_for("document.getElementById('online').textContent") == "(2 online)"
+def test_the_page_chats_and_shows_pictures_between_two_browser_tabs(
+    chat: ServerProcess, browser: Browser
+) -> None:
+    tabs = [browser.new_page() for _ in range(2)]
+    for tab, name in zip(tabs, ("carol", "dave"), strict=True):
+        tab.goto(chat.url + "/")
+        wait_for(tab, "document.readyState === 'complete' && typeof handlers === 'object'")
+        tab.fill("#name", name)
+        tab.evaluate("document.getElementById('gate').requestSubmit()")
+        wait_for(tab, "document.getElementById('status').textContent.startsWith('live')")
+    carol, dave = tabs
+    carol.fill("#text", "hello <i>dave</i>")
+    carol.evaluate("document.getElementById('talk').requestSubmit()")
+    last_said = "[...document.querySelectorAll('#log .said span')].at(-1)?.textContent"
+    assert wait_for(dave, last_said) == "hello <i>dave</i>"
+    # A picture as the file input sends it: a PM image frame built by pm.js.
+    carol.evaluate(
+        "socket.send(PM.pack(PM.IMAGE, 0, 1, PM.LAST, new Uint8Array([71, 73, 70]), 'image/gif'))"
+    )
+    alt = "document.querySelector('#log .picture img')?.alt"
+    assert wait_for(dave, alt) == "picture from carol"
+    assert wait_for(dave, "document.getElementById('online').textContent") == "(2 online)"

@@ -9,13 +9,17 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import gevent
 import pytest
 
 from socketify.testing import TestClient
-from tests.support.browser import Browser, chromium_or_skip
+from tests.support.browser import wait_for
 from tests.support.serve import Launcher
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -94,9 +98,8 @@ def test_a_new_entry_reaches_open_event_streams(guestbook: ModuleType) -> None:
 
 
 def test_two_pages_in_chromium_see_each_others_entries_across_workers(
-    serve: Launcher, database: str
+    serve: Launcher, database: str, browser: Browser
 ) -> None:
-    executable = chromium_or_skip()
     env = {"GUESTBOOK_DB": database}
     with serve(f"{APP}:server", workers=2, env=env) as server:
         earlier = {"name": "Grace", "message": "signed before the pages opened"}
@@ -105,29 +108,27 @@ def test_two_pages_in_chromium_see_each_others_entries_across_workers(
         )
         with urllib.request.urlopen(request, timeout=10) as answer:
             assert answer.status == 201
-        with Browser(executable) as browser:
-            writer = browser.open(server.url + "/")
-            reader = browser.open(server.url + "/")
-            for page in (writer, reader):
-                page.wait_for("document.getElementById('status').textContent === 'live'")
-                assert page.wait_for("document.querySelector('#entries li .who')?.textContent")
-            # HTML in a name is shown as text, never parsed.
-            writer.eval(
-                "document.getElementById('name').value = '<b>Ada</b>';"
-                "document.getElementById('message').value = 'hello from the browser';"
-                "document.getElementById('sign').requestSubmit(); true"
-            )
-            newest = "document.querySelector('#entries li p')?.textContent"
-            # The reader learns of it over SSE, possibly from the other worker.
-            for page in (writer, reader):
-                assert page.wait_for(f"{newest} === 'hello from the browser'")
-                assert page.eval("document.querySelector('#entries li .who').textContent") == (
-                    "<b>Ada</b>"
-                )
-                assert page.eval("document.querySelectorAll('#entries b').length") == 0
-                assert page.eval("document.querySelectorAll('#entries li').length") == 2
-            # Reloaded, the writer's page remembers the name through the session cookie.
-            writer.eval("location.reload(); true")
-            assert writer.wait_for("document.getElementById('name').value === '<b>Ada</b>'"), (
-                server.output()
-            )
+        writer, reader = browser.new_page(), browser.new_page()
+        for page in (writer, reader):
+            page.goto(server.url + "/")
+            wait_for(page, "document.getElementById('status').textContent === 'live'")
+            assert wait_for(page, "document.querySelector('#entries li .who')?.textContent")
+        # HTML in a name is shown as text, never parsed.
+        writer.fill("#name", "<b>Ada</b>")
+        writer.fill("#message", "hello from the browser")
+        writer.evaluate("document.getElementById('sign').requestSubmit()")
+        newest = "document.querySelector('#entries li p')?.textContent"
+        # The reader learns of it over SSE, possibly from the other worker.
+        for page in (writer, reader):
+            assert wait_for(page, f"{newest} === 'hello from the browser'")
+            assert page.text_content("#entries li .who") == "<b>Ada</b>"
+            assert page.locator("#entries b").count() == 0
+            assert page.locator("#entries li").count() == 2
+        # Reloaded, the writer's page remembers the name through the session cookie.
+        writer.reload()
+        assert wait_for(writer, "document.getElementById('name').value === '<b>Ada</b>'"), (
+            server.output()
+        )
+        # Pages hold their event streams open; closed first, the server can stop at once.
+        writer.close()
+        reader.close()

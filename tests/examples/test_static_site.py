@@ -3,12 +3,17 @@ Chromium against 2 real workers."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from examples.static_site.app import server
 from socketify.testing import TestClient
-from tests.support.browser import Browser, chromium_or_skip
+from tests.support.browser import wait_for
 from tests.support.serve import REPO, Launcher
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -63,15 +68,14 @@ def test_other_methods_reach_the_routes_instead_of_a_blanket_405() -> None:
     assert client.get("/api/health").json() == {"ok": True}
 
 
-def test_a_deep_link_runs_the_app_in_chromium_on_two_workers(serve: Launcher) -> None:
-    executable = chromium_or_skip()
-    with (
-        serve("examples.static_site.app:server", workers=2) as live,
-        Browser(executable) as browser,
-    ):
-        page = browser.open(live.url + "/docs/getting-started")
-        assert page.wait_for(
-            "document.getElementById('path').textContent === '/docs/getting-started'"
+def test_a_deep_link_runs_the_app_in_chromium_on_two_workers(
+    serve: Launcher, browser: Browser
+) -> None:
+    with serve("examples.static_site.app:server", workers=2) as live:
+        page = browser.new_page()
+        page.goto(live.url + "/docs/getting-started")
+        assert wait_for(
+            page, "document.getElementById('path').textContent === '/docs/getting-started'"
         ), live.output()
         # The stylesheet came through as well.
-        assert page.eval("getComputedStyle(document.body).marginTop") == "0px"
+        assert page.evaluate("getComputedStyle(document.body).marginTop") == "0px"

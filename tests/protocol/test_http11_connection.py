@@ -12,6 +12,7 @@ from socketify.protocol.http11 import (
     RequestHead,
     ServerConnection,
     header_field,
+    trailer_field,
 )
 
 DATE = re.compile(rb"Date: [A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT\r\n")
@@ -146,3 +147,53 @@ def test_repeated_answers_are_the_same_bytes_within_their_date_second() -> None:
     a = first.respond(head, 200, (JSON,), b"{}")
     b = second.respond(other, 200, (JSON,), b"{}")
     assert without_date(a) == without_date(b)
+
+
+def test_trailers_end_a_chunked_answer_and_nothing_else() -> None:
+    trailers = (trailer_field("X-Digest", "abc"), trailer_field("Grpc-Status", "0"))
+    conn, head = request(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+    conn.start_response(head, 200, (), length=None)
+    assert conn.sends_trailers
+    assert conn.end_response(trailers) == b"0\r\nX-Digest: abc\r\nGrpc-Status: 0\r\n\r\n"
+    assert conn.keep_alive
+    # A length-framed answer, an HTTP/1.0 one and a HEAD answer have no place for them.
+    for raw, length in (
+        (b"GET / HTTP/1.1\r\nHost: h\r\n\r\n", 3),
+        (b"GET / HTTP/1.0\r\n\r\n", None),
+        (b"HEAD / HTTP/1.1\r\nHost: h\r\n\r\n", None),
+    ):
+        conn, head = request(raw)
+        conn.start_response(head, 200, (), length=length)
+        assert not conn.sends_trailers
+        assert conn.end_response(trailers) == b""
+
+
+def test_the_connection_hands_over_a_requests_trailers() -> None:
+    conn, _head = request(
+        b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"2\r\nhi\r\n0\r\nX-Sum: 2\r\nContent-Length: 9\r\n\r\n"
+    )
+    assert conn.next_event() == b"hi"
+    assert conn.next_event() is END_OF_MESSAGE
+    assert conn.trailers == (("x-sum", "2"),)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["Content-Length", "transfer-encoding", "Trailer", "Host", "Authorization", "Set-Cookie",
+     "Content-Type", "Content-Encoding", "Cache-Control", "TE", "Connection", "Date"],
+)  # fmt: skip
+def test_fields_no_trailer_may_carry_are_refused_as_response_trailers(name: str) -> None:
+    with pytest.raises(ValueError, match="must not be sent as a trailer"):
+        trailer_field(name, "x")
+
+
+@pytest.mark.parametrize(("name", "value"), [("X A", "1"), ("X-A", "a\r\nInjected: 1"), ("", "1")])
+def test_invalid_response_trailer_fields_are_refused(name: str, value: str) -> None:
+    with pytest.raises(ValueError):
+        trailer_field(name, value)
+
+
+def test_digests_and_other_fields_may_be_response_trailers() -> None:
+    for name in ("Content-Digest", "Repr-Digest", "Grpc-Status", "Server-Timing", "X-Anything"):
+        assert trailer_field(name, "v")[0] == name.lower()

@@ -153,6 +153,48 @@ def test_chunked_body_with_extensions_and_trailers(split: int | None) -> None:
 CHUNKED_HEAD = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
 
 
+@pytest.mark.parametrize("split", [None, 1, 3])
+def test_trailers_of_a_chunked_body_are_kept_without_the_forbidden_ones(
+    split: int | None,
+) -> None:
+    parser = RequestParser()
+    raw = CHUNKED_HEAD + (
+        b"3\r\nabc\r\n0\r\nX-Checksum:  abc123 \r\nContent-Type: text/evil\r\n"
+        b"Host: evil\r\nTransfer-Encoding: gzip\r\nx-checksum: second\r\n"
+        b"Content-Digest: sha-256=:x:\r\nAuthorization: Basic eA==\r\n\r\n"
+    )
+    pieces = [raw] if split is None else [raw[i : i + split] for i in range(0, len(raw), split)]
+    events: list = []
+    for piece in pieces:
+        parser.feed(piece)
+        events.extend(drain(parser))
+    assert merge_bodies(events)[1:] == [b"abc", END_OF_MESSAGE]
+    assert parser.trailers == (
+        ("x-checksum", "abc123"),
+        ("x-checksum", "second"),
+        ("content-digest", "sha-256=:x:"),
+    )
+
+
+def test_trailers_belong_to_the_body_that_just_ended() -> None:
+    parser = RequestParser()
+    parser.feed(CHUNKED_HEAD + b"0\r\nX-A: 1\r\n\r\n")
+    drain(parser)
+    assert parser.trailers == (("x-a", "1"),)
+    parser.feed(CHUNKED_HEAD + b"0\r\n\r\n")
+    drain(parser)
+    assert parser.trailers == ()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b" X-A: 1", b"X A: 1", b"X-A 1", b"X-A: \x01", b": 1"],
+    ids=["obs-fold", "space-in-name", "no-colon", "control-char", "empty-name"],
+)
+def test_malformed_trailer_lines_are_400(line: bytes) -> None:
+    assert refusal(CHUNKED_HEAD + b"0\r\n" + line + b"\r\n\r\n") == 400
+
+
 @pytest.mark.parametrize("split", [None, 1])
 @pytest.mark.parametrize(
     "body",

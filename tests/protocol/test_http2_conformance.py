@@ -843,6 +843,13 @@ def test_a_body_ended_by_an_empty_data_frame_is_received_whole(client: H2Client)
     assert client.response(stream_id).body == b"body", client.exchange()
 
 
+def test_trailers_without_end_stream_are_an_error_of_their_stream(client: H2Client) -> None:
+    stream_id = open_stream(client)
+    client.send(DataFrame(stream_id, b"body"))
+    client.send_headers(stream_id, [("x-checksum", "abc")], end_stream=False)
+    client.expect_stream_error(stream_id, ErrorCode.PROTOCOL_ERROR, connection_error=False)
+
+
 def test_trailers_after_a_body_are_accepted(client: H2Client) -> None:
     stream_id = open_stream(client)
     client.send(DataFrame(stream_id, b"body"))

@@ -511,6 +511,46 @@ def test_malformed_trailers_reset_the_stream(trailers: list[tuple[str, str]]) ->
     assert_stream_reset(pair, sid)
 
 
+def test_trailers_no_trailer_may_carry_are_dropped_the_rest_kept() -> None:
+    pair = lenient_pair()
+    sid = pair.request(PLAIN, end=False)
+    pair.to_server()
+    pair.client.send_data(sid, b"body")
+    sent = [("x-sum", "1"), ("content-type", "text/evil"), ("host", "evil"), ("x-sum", "2")]
+    pair.client.send_headers(sid, sent, end_stream=True)
+    (ended,) = of(StreamEnded, pair.to_server())
+    assert ended.trailers == (("x-sum", "1"), ("x-sum", "2"))
+
+
+@pytest.mark.parametrize("data_first", [True, False], ids=["after-data", "no-data"])
+def test_trailers_without_end_stream_reset_only_their_stream(data_first: bool) -> None:
+    pair = lenient_pair()
+    sid = pair.request(PLAIN, end=False)
+    pair.to_server()
+    if data_first:
+        pair.client.send_data(sid, b"body")
+    block = pair.client.encoder.encode([("x-sum", "1")])
+    raw = HeadersFrame(sid, data=block, flags=["END_HEADERS"]).serialize()
+    events = pair.server.receive_data(pair.client.data_to_send() + raw)
+    assert not of(StreamEnded, events) and not of(ConnectionTerminated, events)
+    assert of(StreamReset, events) == [StreamReset(sid, PROTOCOL_ERROR, by_peer=False)]
+    pair.server.finished(sid)
+    assert_stream_reset(pair, sid)
+
+
+def test_trailers_without_end_stream_split_across_reads_reset_their_stream() -> None:
+    pair = lenient_pair()
+    sid = pair.request(PLAIN, end=False)
+    pair.to_server()
+    block = pair.client.encoder.encode([("x-sum", "1")])
+    raw = HeadersFrame(sid, data=block, flags=["END_HEADERS"]).serialize()
+    events = []
+    for index in range(len(raw)):
+        events += pair.server.receive_data(raw[index : index + 1])
+    assert of(StreamReset, events) == [StreamReset(sid, PROTOCOL_ERROR, by_peer=False)]
+    assert not of(ConnectionTerminated, events)
+
+
 def test_an_undecodable_header_block_is_a_compression_error() -> None:
     pair = Pair()
     block = HeadersFrame(1, data=b"\x80", flags=("END_HEADERS", "END_STREAM"))

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.server.tls_clients import client_context
-from tests.support.browser import Browser, chromium_or_skip
+from tests.support.browser import chromium, wait_for
 from tests.support.pki import Pki, spki_sha256
 from tests.support.raw_client import get
 from tests.support.raw_h2 import H2Client
@@ -81,12 +81,12 @@ FETCH_PROTOCOL = """(async () => {
 def test_chromium_loads_the_page_and_its_fetch_over_h2(
     https_server: ServerProcess, pki: Pki
 ) -> None:
-    executable = chromium_or_skip()
     trust = f"--ignore-certificate-errors-spki-list={spki_sha256(pki.server.cert)}"
-    with Browser(executable, [trust]) as browser:
-        page = browser.open(https_server.url + "/")
-        page.wait_for("document.getElementById('status').textContent === 'loaded'", 20)
-        navigation = page.eval(
+    with chromium([trust]) as browser:
+        page = browser.new_page()
+        page.goto(https_server.url + "/")
+        wait_for(page, "document.getElementById('status').textContent === 'loaded'", 20)
+        navigation = page.evaluate(
             "(({entryType, nextHopProtocol}) => ({entryType, nextHopProtocol}))"
             "(performance.getEntries()[0])"
         )
@@ -94,6 +94,6 @@ def test_chromium_loads_the_page_and_its_fetch_over_h2(
             navigation,
             https_server.output()[-2000:],
         )
-        fetched = page.eval(FETCH_PROTOCOL)
+        fetched = page.evaluate(FETCH_PROTOCOL)
     assert fetched["protocol"] == "h2", fetched
     assert fetched["body"]["version"].startswith("HTTP/2"), fetched

@@ -57,6 +57,7 @@ class WireResponse:
     headers: dict[str, str]  # lower-case names; repeats joined with ", "
     body: bytes
     chunks: list[bytes] = field(default_factory=list)  # chunk payloads, if chunked
+    trailers: dict[str, str] = field(default_factory=dict)  # after a chunked body, like headers
     complete: bool = True  # False: the body was cut short (EOF before its declared end)
 
     def header(self, name: str) -> str | None:
@@ -153,8 +154,11 @@ class Reader:
                 res.complete = False
                 break
             if size == 0:
-                while self._line():  # trailers, then the blank line
-                    pass
+                while line := self._line():  # trailers, then the blank line
+                    name, _, value = line.decode("latin-1").partition(":")
+                    name, value = name.lower(), value.strip()
+                    seen = res.trailers.get(name)
+                    res.trailers[name] = value if seen is None else f"{seen}, {value}"
                 break
             data = self._exact(size + 2)
             if data is None:

@@ -172,3 +172,39 @@ def test_a_request_kept_past_its_answer_cannot_read_the_body() -> None:
 def test_absolute_form_authority_is_the_host() -> None:
     raw = b"GET http://a:8080/host HTTP/1.1\r\nHost: b\r\n\r\n"
     assert TestResponse(TestClient(body_app()).exchange(raw)).text == "a:8080"
+
+
+def trailers_app() -> Server:
+    server = Server()
+
+    @server.post("/echo-trailers")
+    def echo_trailers(req, res):
+        res.json({"body": req.text, "trailers": dict(req.trailers)})
+
+    @server.get("/with-trailers")
+    def with_trailers(req, res):
+        def produce():
+            yield "x" * 2000  # long enough for the compression middleware to take it
+            res.set_trailer("X-Done", "yes")
+
+        res.stream(produce())
+
+    return server
+
+
+def test_request_trailers_are_sent_after_a_chunked_body() -> None:
+    client = TestClient(trailers_app())
+    response = client.post("/echo-trailers", data="hi", trailers={"X-Sum": "2", "Host": "x"})
+    assert response.json() == {"body": "hi", "trailers": {"x-sum": "2"}}
+
+
+def test_response_trailers_are_exposed_like_headers() -> None:
+    client = TestClient(trailers_app())
+    response = client.get("/with-trailers")
+    assert response.body == b"x" * 2000
+    assert response.trailers["x-done"] == "yes"
+    compressed = client.get("/with-trailers", headers={"Accept-Encoding": "gzip"})
+    assert compressed.headers["Content-Encoding"] == "gzip"
+    assert compressed.trailers["X-Done"] == "yes"
+    plain = client.get("/with-trailers", version="HTTP/1.0")
+    assert plain.body == b"x" * 2000 and dict(plain.trailers) == {}

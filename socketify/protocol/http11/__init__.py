@@ -29,11 +29,17 @@ from socketify.protocol.http11.serializer import (
     serialize_head,
 )
 from socketify.protocol.http11.status import NO_BODY_STATUSES, reason, status_line
+from socketify.protocol.http11.trailers import (
+    FORBIDDEN_TRAILERS,
+    is_forbidden_trailer,
+    trailer_field,
+)
 
 __all__ = [
     "CLOSED",
     "CONTINUE",
     "END_OF_MESSAGE",
+    "FORBIDDEN_TRAILERS",
     "NEED_DATA",
     "NO_BODY_STATUSES",
     "DateLines",
@@ -51,7 +57,9 @@ __all__ = [
     "error_response",
     "header_field",
     "http_date",
+    "is_forbidden_trailer",
     "reason",
     "serialize_head",
     "status_line",
+    "trailer_field",
 ]

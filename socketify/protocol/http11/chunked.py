@@ -3,7 +3,8 @@
 A `ChunkedDecoder` works on its parser's input buffer from the first size line to the end of
 the trailer section. Sizes are checked against the body limit as each size line arrives, so a
 client announcing too much gets 413 before sending it; trailers are read, bounded like a
-header section, and dropped.
+header section, and kept as `trailers` once the body ended (fields no trailer may carry are
+dropped: see `trailers.py`).
 
 Framing lines must end in CRLF. A bare LF is refused here even though the request head
 accepts one: inside a body a proxy that splits lines differently would see other chunk
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Final
 
 from socketify.protocol.http11.events import END_OF_MESSAGE, NEED_DATA, ParseError, Sentinel
 from socketify.protocol.http11.grammar import CHUNK_EXTENSIONS, FIELD_VALUE, TOKEN
+from socketify.protocol.http11.trailers import is_forbidden_trailer
 
 if TYPE_CHECKING:
     from socketify.protocol.http11.parser import RequestParser
@@ -35,7 +37,7 @@ SIZE, DATA, DATA_END, TRAILERS, DONE = range(5)
 class ChunkedDecoder:
     """Decodes one chunked body from `source.input`; events as RequestParser.next_event."""
 
-    __slots__ = ("_remaining", "_seen", "_source", "_state", "_trailer_bytes")
+    __slots__ = ("_remaining", "_seen", "_source", "_state", "_trailer_bytes", "trailers")
 
     def __init__(self, source: RequestParser) -> None:
         self._source = source
@@ -43,6 +45,8 @@ class ChunkedDecoder:
         self._remaining = 0
         self._seen = 0
         self._trailer_bytes = 0
+        # (lower-case name, value) of the trailer fields kept, in order; whole once DONE
+        self.trailers: list[tuple[str, str]] = []
 
     def next_event(self) -> bytes | Sentinel:
         """A body piece, NEED_DATA, or END_OF_MESSAGE after the trailers."""
@@ -126,5 +130,9 @@ class ChunkedDecoder:
         name, colon, value = line.partition(":")
         if not colon or TOKEN.fullmatch(name) is None:
             raise ParseError(400, "Malformed trailer field")
-        if FIELD_VALUE.fullmatch(value.strip(" \t")) is None:
+        value = value.strip(" \t")
+        if FIELD_VALUE.fullmatch(value) is None:
             raise ParseError(400, "Invalid character in trailer value")
+        lower = name.lower()
+        if not is_forbidden_trailer(lower):
+            self.trailers.append((lower, value))

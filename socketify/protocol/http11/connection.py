@@ -17,7 +17,8 @@ To answer, the owner asks for the bytes to write: `continue_response(head)` (the
 Continue`, once, only when the client asked for it), then either `respond(head, status, fields,
 body)` for an answer whose body is in hand, or `start_response(head, status, fields, ...)` (the
 head, with the framing this connection decides: Content-Length, chunked, or a close that ends the
-body), `send_data(chunk)` and `end_response()` for one produced as it goes. The connection decides
+body), `send_data(chunk)` and `end_response(trailers)` for one produced as it goes (the trailer
+fields go in the chunked body's trailer section). The connection decides
 keep-alive: the request's wish, the response's own `Connection: close`, a body that only a close can
 end, and the owner's reasons (a stopping server, an unread body) all count; `keep_alive` tells the
 owner, after `end_response`, whether to read another request or close.
@@ -103,6 +104,15 @@ class ServerConnection:
     def peek(self, size: int) -> bytes:
         """The first `size` bytes received and not yet parsed, left in place."""
         return bytes(self._parser.input[:size])
+
+    @property
+    def trailers(self) -> tuple[tuple[str, str], ...]:
+        """The trailer fields of the chunked body that just ended, as `(lower-case name, value)`.
+
+        Read after `END_OF_MESSAGE`; fields no trailer may carry are already dropped (see
+        `trailers.py`), and a body that was not chunked has none.
+        """
+        return self._parser.trailers
 
     def take_buffered(self) -> bytes:
         """Hand over the unparsed bytes (after an upgrade they belong to the new protocol)."""
@@ -192,8 +202,18 @@ class ServerConnection:
             return encode_chunk(data)
         return data if framing is not Framing.NONE else b""
 
-    def end_response(self) -> bytes:
-        """The bytes that end the answer (the last chunk), and the request's end for us."""
+    @property
+    def sends_trailers(self) -> bool:
+        """Whether the answer started can carry trailer fields: only a chunked one can."""
+        return self._framing is Framing.CHUNKED
+
+    def end_response(self, trailers: tuple[HeaderField, ...] = ()) -> bytes:
+        """The bytes that end the answer (the last chunk), and the request's end for us.
+
+        `trailers` (fields made by `trailer_field`) follow the last chunk of a chunked answer;
+        an answer framed otherwise (a Content-Length, the close of an HTTP/1.0 answer, no
+        body on the wire) has no place for them, and they are dropped.
+        """
         framing = self._framing
         if framing is None:
             raise LocalProtocolError("start_response first")
@@ -201,7 +221,11 @@ class ServerConnection:
         self._continued = False
         if framing is Framing.CLOSE:
             self.keep_alive = False
-        return b"0\r\n\r\n" if framing is Framing.CHUNKED else b""
+        if framing is not Framing.CHUNKED:
+            return b""
+        if not trailers:
+            return b"0\r\n\r\n"
+        return ("0\r\n" + "".join(field[3] for field in trailers) + "\r\n").encode("latin-1")
 
     def refuse(self, status: int, detail: str = "") -> bytes:
         """A complete `Connection: close` answer for input we refused; nothing follows it."""

@@ -98,6 +98,7 @@ class RequestParser:
         "max_body_size",
         "max_header_size",
         "max_target_size",
+        "trailers",
     )
 
     def __init__(
@@ -120,6 +121,8 @@ class RequestParser:
         self._heads = _HEAD_CACHES.setdefault((max_target_size, max_body_size), {})
         self._last_raw = b""  # the last cached head this parser met, and its raw bytes
         self._last_head: RequestHead | None = None
+        # The trailer fields of the chunked body whose END_OF_MESSAGE was the last event.
+        self.trailers: tuple[tuple[str, str], ...] = ()
 
     @property
     def input(self) -> bytearray:
@@ -197,6 +200,7 @@ class RequestParser:
             raise
         if event is END_OF_MESSAGE:
             self._state = _HEAD
+            self.trailers = tuple(self._chunked.trailers)
             self._chunked = None
         return event
 
@@ -241,6 +245,7 @@ class RequestParser:
         return head
 
     def _begin_body(self, head: RequestHead) -> None:
+        self.trailers = ()
         if head.chunked:
             self._state = _CHUNKED
             self._chunked = ChunkedDecoder(self)

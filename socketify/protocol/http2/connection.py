@@ -201,6 +201,9 @@ class Http2ServerConnection:
                 code, last = int(event.error_code or 0), int(event.last_stream_id or 0)
                 events.append(ConnectionTerminated(code, last, True))
                 break
+        if scanner.unended_trailers:
+            # Marks for streams h2 closed some other way (reset, or never ours) are spent.
+            scanner.unended_trailers &= self._receiving
         if scanner.peer_goaway and not self._peer_goaway and not self.closed:
             self._peer_goaway = True
             events.append(PeerGoingAway())
@@ -261,6 +264,10 @@ class Http2ServerConnection:
     def _trailers_received(self, event: h2.events.TrailersReceived, events: list[Event]) -> None:
         sid = event.stream_id
         assert sid is not None
+        if sid in self._scanner.unended_trailers:
+            self._scanner.unended_trailers.discard(sid)
+            self._reject(sid, "trailers without END_STREAM", events)
+            return
         try:
             self._trailers[sid] = trailer_fields(event.headers or ())
         except BadRequest as exc:

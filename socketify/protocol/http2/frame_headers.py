@@ -15,6 +15,12 @@ gets the bytes; payloads are skipped, never copied. It refuses at once:
   header-list limit sees, since that limit applies only once the block is decoded (the 2024
   CONTINUATION flood).
 
+A HEADERS frame on a stream that already had its request headers is the trailer section, and
+must end the stream (RFC 9113 section 8.1). h2 makes one without END_STREAM an error of the
+whole connection; it is a malformed request, an error of its stream alone. So the scanner
+sets END_STREAM on such a frame before h2 has it (h2 still decodes the block, so HPACK stays
+in step) and names the stream in `unended_trailers`; the connection then resets the stream.
+
 It also keeps the client's GOAWAY from h2, which takes any received GOAWAY as the end of the
 connection and would send nothing more, not even the answers to the client's open requests
 (the last stream id in a client's GOAWAY names streams *we* opened: none). h2 gets the frame
@@ -33,6 +39,7 @@ PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 _SETTINGS, _GOAWAY = 0x4, 0x7
 _HEADERS, _PUSH_PROMISE, _CONTINUATION = 0x1, 0x5, 0x9
 _ACK = 0x1
+_END_STREAM = 0x1
 _END_HEADERS = 0x4
 _BLOCK_FRAMES = frozenset({_HEADERS, _PUSH_PROMISE, _CONTINUATION})
 _HIDDEN = 0xF7  # a frame type no specification defines: h2 skips the frame
@@ -55,12 +62,14 @@ class FrameScanner:
     __slots__ = (
         "_first",
         "_head",
+        "_last_headers",
         "_preface",
         "_skip",
         "block",
         "block_limit",
         "frame_limit",
         "peer_goaway",
+        "unended_trailers",
     )
 
     def __init__(self, frame_limit: int, block_limit: int) -> None:
@@ -72,6 +81,10 @@ class FrameScanner:
         self._first = True  # the next frame is the first after the preface
         self._skip = len(PREFACE)  # bytes before the next frame header
         self._head = b""  # the start of a frame header split across reads
+        self._last_headers = 0  # the highest stream id a HEADERS frame named
+        # Streams whose trailers came without END_STREAM (set by us); the connection resets
+        # them and forgets them here.
+        self.unended_trailers: set[int] = set()
 
     def feed(self, data: bytes) -> bytes:
         """Check `data`, the next bytes the client sent; returns the bytes h2 gets now."""
@@ -86,7 +99,7 @@ class FrameScanner:
             data = self._head + data  # `_skip` is 0 while a header is held back
             size = len(data)
             self._head = b""
-        hidden: bytearray | None = None  # a copy, made only to hide a GOAWAY
+        hidden: bytearray | None = None  # a copy, made only to change a frame header
         while offset + 9 <= size:
             length = int.from_bytes(data[offset : offset + 3], "big")
             kind, flags = data[offset + 3], data[offset + 4]
@@ -97,6 +110,16 @@ class FrameScanner:
                     raise FrameRefused(_PROTOCOL_ERROR, "the preface is not followed by SETTINGS")
                 self._first = False
             if kind in _BLOCK_FRAMES:
+                if kind == _HEADERS:
+                    sid = int.from_bytes(data[offset + 5 : offset + 9], "big") & 0x7FFFFFFF
+                    if sid > self._last_headers:
+                        self._last_headers = sid
+                    elif sid and not flags & _END_STREAM:
+                        # Trailers that leave the stream open: see the module's docstring.
+                        if hidden is None:
+                            hidden = bytearray(data)
+                        hidden[offset + 4] = flags | _END_STREAM
+                        self.unended_trailers.add(sid)
                 # A HEADERS frame starts a block; a CONTINUATION adds to the open one.
                 self.block = self.block + length if kind == _CONTINUATION else length
                 if self.block > self.block_limit:

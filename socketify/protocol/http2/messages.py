@@ -5,7 +5,9 @@ regular fields. `request_head` checks them as RFC 9113 §8.2 and §8.3 require (
 names, no connection-specific fields, each pseudo-field once and first) and turns them into
 the same `RequestHead` an HTTP/1.1 request line and header section make, so everything above
 the wire stays protocol-neutral; a malformed request is a `BadRequest`, which resets only its
-own stream. `trailer_fields` checks a request's trailers. `response_headers` does the reverse
+own stream. `trailer_fields` checks a request's trailers as strictly (a pseudo-header or a
+connection-specific field resets the stream) and drops the fields no trailer may carry, as
+HTTP/1.1 does (`socketify.protocol.http11.trailers`). `response_headers` does the reverse
 for an answer's `HeaderField`s: fields that only mean something to one HTTP/1.1 hop are
 dropped, Date and Server are added as HTTP/1.1 adds them, and the length is stated when known.
 """
@@ -19,6 +21,7 @@ from socketify.protocol.http2.hpack_decoder import CONTENT_LENGTH
 from socketify.protocol.http11.events import RequestHead
 from socketify.protocol.http11.serializer import SERVER_NAME, DateLines, HeaderField
 from socketify.protocol.http11.status import NO_BODY_STATUSES
+from socketify.protocol.http11.trailers import is_forbidden_trailer
 
 __all__ = ["HOP_BY_HOP", "BadRequest", "request_head", "response_headers", "trailer_fields"]
 
@@ -120,7 +123,10 @@ def request_head(fields: Iterable[tuple[bytes, bytes]]) -> RequestHead:
 
 
 def trailer_fields(fields: Iterable[tuple[bytes, bytes]]) -> tuple[tuple[str, str], ...]:
-    """The trailer fields of a request, checked as its header fields are; no pseudo-headers."""
+    """The trailer fields of a request, checked as its header fields are; no pseudo-headers.
+
+    Fields no trailer may carry (`is_forbidden_trailer`) are dropped, not refused.
+    """
     trailers = []
     for raw_name, raw_value in fields:
         if raw_name == CONTENT_LENGTH:
@@ -130,7 +136,8 @@ def trailer_fields(fields: Iterable[tuple[bytes, bytes]]) -> tuple[tuple[str, st
         name = raw_name.decode("latin-1")
         if name in HOP_BY_HOP or name == "te":
             raise BadRequest(f"connection-specific trailer field {name}")
-        trailers.append((name, raw_value.decode("latin-1")))
+        if not is_forbidden_trailer(name):
+            trailers.append((name, raw_value.decode("latin-1")))
     return tuple(trailers)
 
 

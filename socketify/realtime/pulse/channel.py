@@ -37,7 +37,7 @@ import gevent
 import orjson
 from gevent import GreenletExit
 
-from socketify.core.callables import require_blocking
+from socketify.core.coroutines import blocking
 from socketify.protocol.websocket import (
     CLOSED,
     NEED_DATA,
@@ -145,14 +145,12 @@ class Channel:
 
     def on_text(self, fn: TextHandler) -> TextHandler:
         """`fn(ch, text)` for each text message (replaces the previous handler)."""
-        require_blocking(fn, "the Pulse on_text callback")
-        self._on_text = fn
+        self._on_text = blocking(fn, "the Pulse on_text callback")
         return fn
 
     def on_binary(self, fn: BytesHandler) -> BytesHandler:
         """`fn(ch, data)` for each binary message (replaces the previous handler)."""
-        require_blocking(fn, "the Pulse on_binary callback")
-        self._on_binary = fn
+        self._on_binary = blocking(fn, "the Pulse on_binary callback")
         return fn
 
     def tap_binary(self, fn: BinaryTap) -> BinaryTap:
@@ -162,29 +160,26 @@ class Channel:
         the rest, and the user's `on_binary` handler stays in place whenever it is set.
         """
         if fn not in self._binary_taps:
-            self._binary_taps = (*self._binary_taps, fn)
+            self._binary_taps = (*self._binary_taps, blocking(fn, "the Pulse tap_binary callback"))
         return fn
 
     def on_ping(self, fn: BytesHandler) -> BytesHandler:
         """`fn(ch, payload)` for each ping; the pong has already been queued."""
-        require_blocking(fn, "the Pulse on_ping callback")
-        require_blocking(fn, "the Pulse tap_binary callback")
-        self._on_ping = fn
+        self._on_ping = blocking(fn, "the Pulse on_ping callback")
         return fn
 
     def on_pong(self, fn: BytesHandler) -> BytesHandler:
         """`fn(ch, payload)` for each pong."""
-        require_blocking(fn, "the Pulse on_pong callback")
-        self._on_pong = fn
+        self._on_pong = blocking(fn, "the Pulse on_pong callback")
         return fn
 
     def on_close(self, fn: CloseHandler) -> CloseHandler:
         """`fn(ch, code, reason)` once, when the connection ends (appends; all run in order)."""
-        require_blocking(fn, "the Pulse on_close callback")
+        run = blocking(fn, "the Pulse on_close callback")
         if self.alive:
-            self._on_close.append(fn)
+            self._on_close.append(run)
         else:
-            fn(self, self.close_code or CloseCode.ABNORMAL, "")
+            run(self, self.close_code or CloseCode.ABNORMAL, "")
         return fn
 
     # -- sending ------------------------------------------------------------------------------

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from socketify.core.callables import require_blocking
 from socketify.core.chain import hooked
+from socketify.core.coroutines import blocking
 from socketify.core.routing import Router
 from socketify.realtime.pulse.accept import upgrade
 from socketify.realtime.pulse.channel import Channel
@@ -145,20 +145,17 @@ class Connection:
 
     def on(self, type: str, fn: EventHandler) -> EventHandler:
         """`fn(conn, data)` for each event of `type` (replaces the previous one)."""
-        require_blocking(fn, "the pulse.easy event handler")
-        self._events[type] = fn
+        self._events[type] = blocking(fn, "the pulse.easy event handler")
         return fn
 
     def on_raw(self, fn: RawHandler) -> RawHandler:
         """`fn(conn, text)` for each text message no event handler takes."""
-        require_blocking(fn, "the pulse.easy on_raw callback")
-        self._raw = fn
+        self._raw = blocking(fn, "the pulse.easy on_raw callback")
         return fn
 
     def on_close(self, fn: CloseHandler) -> CloseHandler:
         """`fn(conn, code, reason)` when the connection ends (appends; run in order)."""
-        require_blocking(fn, "the pulse.easy on_close callback")
-        self._close.append(fn)
+        self._close.append(blocking(fn, "the pulse.easy on_close callback"))
         return fn
 
     def clear_handlers(self) -> None:
@@ -221,9 +218,9 @@ class App:
         """
         if handler is None:
             return lambda fn: self.on(path, fn, error_events=error_events, **options)
-        require_blocking(handler, f"the pulse.easy connection handler for {path!r}")
+        run = blocking(handler, f"the pulse.easy connection handler for {path!r}")
         known = path in self._routes
-        self._routes[path] = (handler, error_events, options)  # a second `on` replaces the handler
+        self._routes[path] = (run, error_events, options)  # a second `on` replaces the handler
         if self._server is not None and not known:
             self._register(path)
         return handler

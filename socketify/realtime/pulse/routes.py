@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from socketify.core.callables import require_blocking
+from socketify.core.coroutines import blocking
 from socketify.realtime.pulse.accept import upgrade
 from socketify.realtime.pulse.channel import Channel
 from socketify.server.upgraded import MAX_BACKPRESSURE, check_max_backpressure
@@ -45,10 +45,15 @@ def ws_handler(
     silently; see `pulse.upgrade` for why.
     """
     check_max_backpressure(max_backpressure)  # a bad value fails at registration
-    callbacks = {"open": open, "message": message, "close": close, "drain": drain}
-    for role, callback in callbacks.items():
-        if callback is not None:
-            require_blocking(callback, f"the WebSocket {role} callback")
+    # An `async def` callback becomes a plain function that runs it on the worker's loop.
+    if open is not None:
+        open = blocking(open, "the WebSocket open callback")
+    if message is not None:
+        message = blocking(message, "the WebSocket message callback")
+    if close is not None:
+        close = blocking(close, "the WebSocket close callback")
+    if drain is not None:
+        drain = blocking(drain, "the WebSocket drain callback")
 
     def handler(req: Request, res: Response) -> None:
         ch = upgrade(

@@ -1,0 +1,29 @@
+"""socketify.py's App API on Socketify: `from socketify import App, AppOptions, OpCode`.
+
+Code written for socketify.py (the uWebSockets binding) runs here with its `(res, req)`
+handlers, `app.ws(path, behavior)` WebSockets, topics and `listen`/`run`, served by
+Socketify's pre-fork workers. What is covered and what is not: docs/guide/socketify-py.md;
+a call that is not covered raises NotImplementedError naming what to use instead.
+"""
+
+from __future__ import annotations
+
+from socketify.socketify_py.app import App, AppListenOptions, AppOptions
+from socketify.socketify_py.http import AppRequest, AppResponse
+from socketify.socketify_py.unsupported import MiddlewareRouter, middleware, sendfile
+from socketify.socketify_py.websocket import CompressOptions, OpCode, SendStatus, WebSocket
+
+__all__ = [
+    "App",
+    "AppListenOptions",
+    "AppOptions",
+    "AppRequest",
+    "AppResponse",
+    "CompressOptions",
+    "MiddlewareRouter",
+    "OpCode",
+    "SendStatus",
+    "WebSocket",
+    "middleware",
+    "sendfile",
+]

@@ -1,0 +1,318 @@
+"""socketify.py's `App`: its routes, WebSockets, topics and `listen`/`run`, on a Socketify Server.
+
+`App` *is* a `socketify.Server`, so `socketify run module:app` serves it like any other app,
+pre-forked, with every command-line option; `python app.py` ending in `app.run()` starts the
+same pre-fork master. What changes is the face: route handlers take socketify.py's
+`(res, req)` (see `socketify.socketify_py.http`), `app.ws(path, behavior)` takes its dict
+(`socketify.socketify_py.websocket`), and `listen(port, handler)` only records where to listen:
+`run()` binds, forks the workers, calls the handlers with the bound `AppListenOptions`, and
+supervises until a signal stops the server.
+
+Handlers may be `async def`, as in socketify.py; they run on the worker's asyncio loop (see
+`socketify.core.coroutines`). Socketify middleware (`app.use`, `(req, res, next)` with
+Socketify's own Request and Response) runs before them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from socketify.app import Server
+from socketify.core.coroutines import is_async, runner
+from socketify.core.request import Request
+from socketify.core.response import Response
+from socketify.core.tls_options import TlsOptions
+from socketify.socketify_py.http import AppRequest, AppResponse, unsupported
+from socketify.socketify_py.websocket import OpCode, publish, ws_route
+
+__all__ = ["App", "AppListenOptions", "AppOptions"]
+
+log = logging.getLogger("socketify.socketify_py")
+
+Handler = Callable[[AppResponse, AppRequest], Any]
+
+
+@dataclass(frozen=True)
+class AppOptions:
+    """socketify.py's TLS options: `App(AppOptions(key_file_name=..., cert_file_name=...))`."""
+
+    key_file_name: str | None = None
+    cert_file_name: str | None = None
+    passphrase: str | None = None
+    dh_params_file_name: str | None = None
+    ca_file_name: str | None = None
+    ssl_ciphers: str | None = None
+    ssl_prefer_low_memory_usage: int = 0
+
+    def tls_options(self) -> TlsOptions:
+        """The Socketify `TlsOptions` these stand for."""
+        if not self.key_file_name or not self.cert_file_name:
+            raise ValueError("AppOptions needs both key_file_name and cert_file_name for HTTPS")
+        if self.passphrase is not None:
+            raise unsupported(
+                "AppOptions(passphrase=...)",
+                "decrypt the key file once (openssl pkey) and"
+                " keep it readable only by the server's user",
+            )
+        if self.dh_params_file_name is not None:
+            raise unsupported(
+                "AppOptions(dh_params_file_name=...)", "TLS 1.2+ uses ECDHE; drop the option"
+            )
+        return TlsOptions(
+            cert_file=self.cert_file_name,
+            key_file=self.key_file_name,
+            ca_file=self.ca_file_name,
+            client_auth="optional" if self.ca_file_name else "none",
+            ciphers=self.ssl_ciphers,
+        )
+
+
+@dataclass(frozen=True)
+class AppListenOptions:
+    """Where to listen: `port` (0 picks a free one) and `host` (None: every interface)."""
+
+    port: int = 0
+    host: str | None = None
+    options: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.port, int) or isinstance(self.port, bool):
+            raise TypeError("AppListenOptions.port must be an int")
+        if self.host is not None and not isinstance(self.host, str):
+            raise TypeError("AppListenOptions.host must be a str or None")
+
+
+ListenHandler = Callable[[AppListenOptions], Any]
+
+
+class App(Server):
+    """socketify.py's App on Socketify: `App()`, routes, `ws`, `listen`, `run`.
+
+    `options` (AppOptions) turns HTTPS on; Socketify's own Server options (`workers=`,
+    `idle_timeout=`...) may be given as keywords.
+    """
+
+    def __init__(
+        self,
+        options: AppOptions | None = None,
+        request_response_factory_max_items: int = 0,
+        websocket_factory_max_items: int = 0,
+        task_factory_max_items: int = 100_000,
+        lifespan: bool = True,
+        **server_options: Any,
+    ) -> None:
+        # The factory sizes tune socketify.py's object pools; Socketify has none to size.
+        if options is not None:
+            server_options.setdefault("tls", options.tls_options())
+        super().__init__(**server_options)
+        self.app_options = options
+        self.listen_at: list[tuple[AppListenOptions, ListenHandler | None]] = []
+        self.topics: Any = None  # the Pulse Hub of ws topics, made by the first ws() or publish
+
+    # -- routes ----------------------------------------------------------------------------
+
+    def route_with(self, method: str, path: str, handler: Handler) -> App:
+        """Register `handler(res, req)` for `method` on `path` (uWebSockets' pattern syntax)."""
+        self.router.add(method, path, _as_socketify_handler(handler))
+        return self
+
+    def get(self, path: str, handler: Handler) -> App:  # type: ignore[override]
+        """`handler(res, req)` for GET (and HEAD) requests to `path`."""
+        return self.route_with("GET", path, handler)
+
+    def post(self, path: str, handler: Handler) -> App:  # type: ignore[override]
+        """`handler(res, req)` for POST."""
+        return self.route_with("POST", path, handler)
+
+    def put(self, path: str, handler: Handler) -> App:  # type: ignore[override]
+        """`handler(res, req)` for PUT."""
+        return self.route_with("PUT", path, handler)
+
+    def patch(self, path: str, handler: Handler) -> App:  # type: ignore[override]
+        """`handler(res, req)` for PATCH."""
+        return self.route_with("PATCH", path, handler)
+
+    def delete(self, path: str, handler: Handler) -> App:  # type: ignore[override]
+        """`handler(res, req)` for DELETE."""
+        return self.route_with("DELETE", path, handler)
+
+    def options(self, path: str, handler: Handler) -> App:  # type: ignore[override]
+        """`handler(res, req)` for OPTIONS."""
+        return self.route_with("OPTIONS", path, handler)
+
+    def head(self, path: str, handler: Handler) -> App:  # type: ignore[override]
+        """`handler(res, req)` for HEAD."""
+        return self.route_with("HEAD", path, handler)
+
+    def connect(self, path: str, handler: Handler) -> App:
+        """`handler(res, req)` for CONNECT."""
+        return self.route_with("CONNECT", path, handler)
+
+    def trace(self, path: str, handler: Handler) -> App:
+        """`handler(res, req)` for TRACE."""
+        return self.route_with("TRACE", path, handler)
+
+    def any(self, path: str, handler: Handler) -> App:  # type: ignore[override]
+        """`handler(res, req)` for every method."""
+        return self.route_with("ANY", path, handler)
+
+    def set_error_handler(
+        self, handler: Callable[[Exception, AppResponse, AppRequest], Any]
+    ) -> None:
+        """`handler(error, res, req)` answers what a handler raised (socketify.py's order)."""
+        if is_async(handler):
+
+            async def on_error_async(req: Request, res: Response, exc: Exception) -> Any:
+                return await handler(exc, AppResponse(res, req), AppRequest(req))
+
+            self.on_error(on_error_async)
+        else:
+
+            def on_error(req: Request, res: Response, exc: Exception) -> Any:
+                return handler(exc, AppResponse(res, req), AppRequest(req))
+
+            self.on_error(on_error)
+
+    # -- WebSockets and topics -------------------------------------------------------------
+
+    def ws(self, path: str, behavior: dict[str, Any] | None = None, **ignored: Any) -> App:  # type: ignore[override]
+        """A WebSocket route from a socketify.py behavior dict (`open`, `message`, ...)."""
+        if ignored:
+            raise TypeError("app.ws(path, behavior): pass the behavior as one dict")
+        self.router.add("GET", path, ws_route(behavior or {}, self.hub()))
+        return self
+
+    def hub(self) -> Any:
+        """The Pulse Hub whose rooms are this App's topics (shared by every worker)."""
+        if self.topics is None:
+            from socketify.realtime.pulse.hub import Hub
+
+            self.topics = Hub(name="socketify_py")
+        return self.topics
+
+    def publish(
+        self, topic: str | bytes, message: Any, opcode: int = OpCode.BINARY, compress: bool = False
+    ) -> bool:
+        """Send `message` to every subscriber of `topic`, on every worker."""
+        publish(self.hub(), topic, message, opcode)
+        return True
+
+    def num_subscribers(self, topic: str | bytes) -> int:
+        """How many connections, on every worker, are subscribed to `topic`."""
+        name = topic.decode("utf-8") if isinstance(topic, bytes) else topic
+        return int(self.hub().room_size(name))
+
+    # -- listening -------------------------------------------------------------------------
+
+    def listen(  # type: ignore[override]
+        self,
+        port_or_options: int | AppListenOptions | dict[str, Any] | None = None,
+        handler: ListenHandler | None = None,
+    ) -> App:
+        """Record where `run()` listens; `handler(config)` is called once it does."""
+        if port_or_options is None:
+            where = AppListenOptions()
+        elif isinstance(port_or_options, AppListenOptions):
+            where = port_or_options
+        elif isinstance(port_or_options, dict):
+            where = AppListenOptions(
+                port=port_or_options.get("port", 0), host=port_or_options.get("host")
+            )
+        elif isinstance(port_or_options, int) and not isinstance(port_or_options, bool):
+            where = AppListenOptions(port=port_or_options)
+        else:
+            raise TypeError("listen() takes a port, an AppListenOptions or a dict")
+        self.listen_at.append((where, handler))
+        return self
+
+    def run(self) -> App:
+        """Serve until SIGINT/SIGTERM: the pre-fork master, with the recorded `listen()`s.
+
+        Under `socketify run`, which imports this module to find the app, it returns at
+        once: the command line's `--bind` decides where the app is served.
+        """
+        from socketify.server.app_worker import importing_app
+
+        if importing_app():
+            log.info("socketify run serves this App; app.run() in the module returns at once")
+            return self
+        if not self.listen_at:
+            raise RuntimeError("call app.listen(port, handler) before app.run()")
+        binds = [_bind_text(where) for where, _ in self.listen_at]
+        Server.listen(self, binds=binds)
+        port = self.port
+        for where, handler in self.listen_at:
+            if handler is not None:
+                handler(AppListenOptions(port=where.port or port, host=where.host))
+        self.wait()
+        return self
+
+    def close(self) -> App:
+        """Stop serving gracefully (from another thread or a signal handler)."""
+        self.stop()
+        return self
+
+    # -- socketify.py calls without a counterpart -----------------------------------------
+
+    def static(self, route: str, directory: str) -> App:
+        """Serve the files of `directory` under `route` (Socketify's static_files)."""
+        from socketify.middleware import static_files
+
+        self.use(static_files.serve(directory, route.rstrip("/") or "/"))
+        return self
+
+    def template(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported("app.template", "render with jinja2 and res.end(html)")
+
+    def add_server_name(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported("app.add_server_name", "give TlsOptions(sni={host: (cert, key)})")
+
+    def missing_server_name(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported("app.missing_server_name", "give TlsOptions(sni={host: (cert, key)})")
+
+    def remove_server_name(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported("app.remove_server_name", "give TlsOptions(sni={host: (cert, key)})")
+
+    def run_async(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported("app.run_async", "await it in an `async def` handler")
+
+    def get_native_handle(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported("app.get_native_handle", "there is no uWebSockets app underneath")
+
+
+def _as_socketify_handler(handler: Handler) -> Callable[[Request, Response], Any]:
+    """A Socketify `(req, res)` handler that calls socketify.py's `handler(res, req)`."""
+    if not callable(handler):
+        raise TypeError(f"a route handler must be callable, got {handler!r}")
+    if is_async(handler):
+
+        async def serve_async(req: Request, res: Response) -> None:
+            face = AppResponse(res, req)
+            await handler(face, AppRequest(req))
+            if face.data_handler is not None:  # the body is read in the request's greenlet
+                await runner().in_caller(face.deliver_body)
+
+        serve_async.__name__ = getattr(handler, "__name__", "handler")
+        return serve_async
+
+    def serve(req: Request, res: Response) -> None:
+        face = AppResponse(res, req)
+        handler(face, AppRequest(req))
+        face.deliver_body()
+
+    serve.__name__ = getattr(handler, "__name__", "handler")
+    return serve
+
+
+def _bind_text(where: AppListenOptions) -> str:
+    host = where.host or "0.0.0.0"
+    return f"[{host}]:{where.port}" if ":" in host else f"{host}:{where.port}"

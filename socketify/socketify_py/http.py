@@ -1,0 +1,436 @@
+"""socketify.py's `AppRequest` and `AppResponse`, as faces over Socketify's Request and Response.
+
+socketify.py (and uWebSockets under it) hands a handler `(res, req)`: a response with
+`write_status`, `write_header`, `end`... that return the response for chaining, and a request
+read through getters (`get_header`, `get_query`, `get_parameter`...). These two classes give
+that surface to handlers served by Socketify. They keep nothing of their own beyond what
+socketify.py keeps per request (the data and abort callbacks); every write goes to the
+Socketify `Response` of the request, so headers, cookies, compression, HEAD and keep-alive
+behave as for any Socketify handler.
+
+What differs, by design:
+- `write()` buffers; the body goes out with `end()` (one answer per handler, as Socketify's
+  handlers give). A handler that returns without `end()` answers an empty 200.
+- `get_data`, `get_json`, `get_text` and `get_form_urlencoded` are awaitables, as in
+  socketify.py: `await res.get_json()` in an `async def` handler. The body is read in the
+  request's own greenlet, not on the event loop. A plain `def` handler reads the body through
+  `req.request` (the Socketify Request: `.body`, `.json()`, `.form()`).
+- Calls that steer uWebSockets' own socket (`on_writable`, `try_end`, `pause`, manual
+  `upgrade`...) raise `NotImplementedError` naming what to use instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+from collections.abc import Callable, Generator, Iterable
+from datetime import datetime
+from io import BytesIO
+from typing import Any
+from urllib.parse import parse_qs
+
+from socketify.core.coroutines import runner
+from socketify.core.request import Request
+from socketify.core.response import Response
+
+__all__ = ["AppRequest", "AppResponse", "unsupported"]
+
+
+def unsupported(name: str, instead: str) -> NotImplementedError:
+    """The error raised by a socketify.py call Socketify does not provide."""
+    return NotImplementedError(
+        f"{name} is part of socketify.py's API that Socketify does not provide: {instead}"
+        " (see docs/guide/socketify-py.md)"
+    )
+
+
+def _as_bytes(message: Any) -> tuple[bytes, bool]:
+    """socketify.py's conversion of a body: (bytes, whether it was JSON-encoded)."""
+    if isinstance(message, bytes):
+        return message, False
+    if isinstance(message, str):
+        return message.encode("utf-8"), False
+    if isinstance(message, bytearray | memoryview):
+        return bytes(message), False
+    return json.dumps(message).encode("utf-8"), True
+
+
+def _inside_task() -> bool:
+    try:
+        return asyncio.current_task() is not None
+    except RuntimeError:  # no event loop running in this thread
+        return False
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+
+
+class AppRequest:
+    """socketify.py's request: getters over a Socketify `Request` (`.request`)."""
+
+    __slots__ = ("request",)
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+
+    def get_url(self) -> str:
+        """The path as sent, without the query string."""
+        return self.request.raw_path
+
+    def get_full_url(self) -> str:
+        """The path and query string as sent."""
+        return self.request.raw_target
+
+    def get_method(self) -> str:
+        """The method, as sent (upper case for the usual ones)."""
+        return self.request.method
+
+    def get_header(self, lower_case_header: str | bytes) -> str | None:
+        """The value of one header (joined if repeated), or None."""
+        name = _text(lower_case_header).lower()
+        return self.request.headers.get(name)
+
+    def get_headers(self) -> dict[str, str]:
+        """Every header, by lower-case name."""
+        return dict(self.request.headers.items())
+
+    def for_each_header(self, handler: Callable[[str, str], Any]) -> None:
+        """Call `handler(name, value)` for each header field, in the order sent."""
+        for name, value in self.request.header_fields():
+            handler(name, value)
+
+    def get_query(self, key: str | bytes) -> str | None:
+        """The first value of query parameter `key`, decoded, or None."""
+        values = self.request.query.getall(_text(key))
+        return values[0] if values else None
+
+    def get_queries(self) -> dict[str, list[str]]:
+        """The query string parsed: every name with its list of values."""
+        return parse_qs(self.request.query_string, keep_blank_values=True)
+
+    def get_parameter(self, index: int) -> str | None:
+        """The route parameter at `index` (`:name` segments in pattern order), or None."""
+        values = self.get_parameters()
+        return values[index] if 0 <= index < len(values) else None
+
+    def get_parameters(self) -> list[str]:
+        """The route parameters in pattern order (a bare `*` wildcard is not one)."""
+        return [value for name, value in self.request.params.items() if name != "*"]
+
+    def get_cookie(self, name: str) -> str | None:
+        """The value of cookie `name`, or None."""
+        return self.request.cookies.get(name)
+
+    def preserve(self) -> AppRequest:
+        """A no-op: a Socketify request stays readable for the whole handler, async or not."""
+        return self
+
+    def get_yield(self) -> bool:
+        """Always False: `set_yield` is not supported."""
+        return False
+
+    def set_yield(self, has_yield: bool) -> None:
+        """Not supported: routes do not fall through to the next match."""
+        raise unsupported(
+            "req.set_yield",
+            "register the routes so that the first match answers, or test in"
+            " the handler and answer there",
+        )
+
+    def is_ancient(self) -> bool:
+        """True for an HTTP/1.0 request."""
+        return self.request.http_version == "1.0"
+
+
+class _BodyAwaitable:
+    """An awaitable body read: the read runs in the request's greenlet, not on the loop."""
+
+    __slots__ = ("read",)
+
+    def __init__(self, read: Callable[[], Any]) -> None:
+        self.read = read
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return runner().in_caller(self.read).__await__()
+
+
+class AppResponse:
+    """socketify.py's response: chaining writers over a Socketify `Response` (`.response`)."""
+
+    __slots__ = (
+        "aborted",
+        "aborted_handler",
+        "data_handler",
+        "request",
+        "response",
+        "status_written",
+    )
+
+    def __init__(self, response: Response, request: Request) -> None:
+        self.response = response
+        self.request = request
+        self.aborted = False
+        self.aborted_handler: Callable[[AppResponse], Any] | None = None
+        self.data_handler: Callable[[AppResponse, bytes, bool], Any] | None = None
+        self.status_written = False
+
+    # -- status, headers, cookies --------------------------------------------------------
+
+    def write_status(self, status_or_status_text: int | str | bytes) -> AppResponse:
+        """Set the status: an int (404) or a status line's text ("404 Not Found").
+
+        The first call decides, as in uWebSockets, where the status line goes out at once:
+        `res.write_status(201).send(data)` answers 201 although `send` says 200 OK.
+        """
+        status = status_or_status_text
+        if isinstance(status, bytes | str):
+            code_text = _text(status).strip().split(" ", 1)[0]
+            if not code_text.isdigit():
+                raise ValueError(f"{status!r} is not a valid status")
+            status = int(code_text)
+        if not isinstance(status, int) or not 100 <= status <= 999:
+            raise ValueError(f"{status_or_status_text!r} is not a valid status code")
+        if not self.status_written:
+            self.status_written = True
+            self.response.status(status)
+        return self
+
+    def write_header(self, key: str | bytes, value: str | bytes | int) -> AppResponse:
+        """Add a header line (a repeated name gives repeated lines, as uWebSockets does)."""
+        text = str(value) if isinstance(value, int) else _text(value)
+        self.response.add_header(_text(key), text)
+        return self
+
+    def set_cookie(self, name: str, value: str, options: dict[str, Any] | None = None) -> None:
+        """Queue a Set-Cookie line; `options` as socketify.py takes them (path, max_age...)."""
+        given = {key.lower().replace("-", "_"): item for key, item in (options or {}).items()}
+        expires = given.pop("expires", None)
+        self.response.set_cookie(
+            name,
+            value,
+            max_age=given.pop("max_age", None),
+            expires=expires if isinstance(expires, datetime | float | int | None) else None,
+            path=given.pop("path", "/"),
+            domain=given.pop("domain", None),
+            secure=bool(given.pop("secure", False)),
+            http_only=bool(given.pop("httponly", given.pop("http_only", False))),
+            same_site=given.pop("samesite", given.pop("same_site", None)),
+        )
+        if given:
+            raise ValueError(f"unknown cookie options: {', '.join(sorted(given))}")
+
+    # -- the body --------------------------------------------------------------------------
+
+    def write(self, message: Any) -> AppResponse:
+        """Append to the body, which goes out with `end()`."""
+        data, _ = _as_bytes(message)
+        self.response.write(data)
+        return self
+
+    def end(self, message: Any = None, end_connection: bool = False) -> AppResponse:
+        """End the answer with `message` (str, bytes; anything else as JSON)."""
+        if end_connection:
+            self.response.set_header("Connection", "close")
+        if message is None:
+            self.response.end()
+            return self
+        data, as_json = _as_bytes(message)
+        if as_json and self.response.get_header("content-type") is None:
+            self.response.set_header("Content-Type", "application/json")
+        self.response.end(data)
+        return self
+
+    def send(
+        self,
+        message: Any = b"",
+        content_type: str | bytes = b"text/plain",
+        status: int | str | bytes = b"200 OK",
+        headers: Iterable[tuple[str | bytes, str | bytes]] | dict[Any, Any] | None = None,
+        end_connection: bool = False,
+    ) -> AppResponse:
+        """Status, headers and body in one call (a non-text `message` goes as JSON)."""
+        self.write_status(status)
+        pairs = headers.items() if isinstance(headers, dict) else headers or ()
+        for name, value in pairs:
+            self.write_header(name, value)
+        data, as_json = _as_bytes(message)
+        kind = "application/json" if as_json else _text(content_type)
+        if self.response.get_header("content-type") is None:
+            self.response.set_header("Content-Type", kind)
+        return self.end(data, end_connection)
+
+    def end_without_body(self, end_connection: bool = False) -> AppResponse:
+        """End the answer with no body."""
+        return self.end(None, end_connection)
+
+    def cork_end(self, message: Any, end_connection: bool = False) -> AppResponse:
+        """`end()`: every answer is written in one piece already."""
+        return self.end(message, end_connection)
+
+    def redirect(self, location: str, status_code: int = 302) -> AppResponse:
+        """Answer with a redirect to `location`."""
+        self.response.redirect(location, status_code)
+        return self
+
+    def has_responded(self) -> bool:
+        """True once the answer is ended."""
+        return self.response.ended
+
+    def cork(self, callback: Callable[[AppResponse], Any]) -> None:
+        """Call `callback(res)` now: writes are gathered and sent in one piece anyway."""
+        callback(self)
+
+    # -- the request's body ---------------------------------------------------------------
+
+    def on_data(self, handler: Callable[[AppResponse, bytes, bool], Any]) -> AppResponse:
+        """Call `handler(res, chunk, is_last)` for the body's pieces once the handler returns."""
+        self.data_handler = handler
+        return self
+
+    def deliver_body(self) -> None:
+        """Feed the body to the `on_data` handler (the App calls this after the handler)."""
+        handler = self.data_handler
+        if handler is None:
+            return
+        self.data_handler = None
+        for chunk in self.request.iter_body():
+            handler(self, chunk, False)
+        handler(self, b"", True)
+
+    def get_data(self) -> _BodyAwaitable:
+        """Await the whole body (a `BytesIO`, as socketify.py gives it)."""
+        return _BodyAwaitable(lambda: BytesIO(self.request.body))
+
+    def get_text(self, encoding: str = "utf-8") -> _BodyAwaitable:
+        """Await the body as text; None when it is not valid in `encoding`."""
+
+        def read() -> str | None:
+            try:
+                return self.request.body.decode(encoding)
+            except UnicodeDecodeError:
+                return None
+
+        return _BodyAwaitable(read)
+
+    def get_json(self) -> _BodyAwaitable:
+        """Await the body parsed as JSON; None when it is not JSON."""
+
+        def read() -> Any:
+            try:
+                return json.loads(self.request.body)
+            except ValueError:
+                return None
+
+        return _BodyAwaitable(read)
+
+    def get_form_urlencoded(self, encoding: str = "utf-8") -> _BodyAwaitable:
+        """Await the urlencoded body as {name: last value}; None when it has no field."""
+
+        def read() -> dict[str, str] | None:
+            try:
+                parsed = parse_qs(self.request.body.decode(encoding), keep_blank_values=True)
+            except UnicodeDecodeError:
+                return None
+            return {name: values[-1] for name, values in parsed.items()} or None
+
+        return _BodyAwaitable(read)
+
+    # -- the connection --------------------------------------------------------------------
+
+    def get_remote_address(self) -> str:
+        """The client's address as text."""
+        return self.request.remote_ip
+
+    def get_remote_address_bytes(self) -> bytes:
+        """The client's address, packed (4 bytes for IPv4, 16 for IPv6)."""
+        try:
+            return ipaddress.ip_address(self.request.remote_ip).packed
+        except ValueError:
+            return b""
+
+    def get_proxied_remote_address(self) -> str:
+        """The address a PROXY-protocol header or trusted proxy gave (Socketify's remote_ip)."""
+        return self.request.remote_ip
+
+    def get_proxied_remote_address_bytes(self) -> bytes:
+        """`get_proxied_remote_address()`, packed."""
+        return self.get_remote_address_bytes()
+
+    def on_aborted(self, handler: Callable[[AppResponse], Any]) -> AppResponse:
+        """Accepted for compatibility; never called.
+
+        A Socketify handler runs to its end and its answer is written afterwards, so there is
+        no half-written response to protect: a client that left is noticed by the write.
+        """
+        self.aborted_handler = handler
+        return self
+
+    def run_async(self, coroutine: Any) -> Any:
+        """Run `coroutine` to its end on the worker's event loop; returns its result."""
+        if _inside_task():
+            coroutine.close()
+            raise RuntimeError("inside an `async def` handler, `await` the coroutine instead")
+        return runner().run(coroutine)
+
+    def close(self) -> AppResponse:
+        """End the answer (if not ended) and close the connection after it."""
+        self.response.set_header("Connection", "close")
+        if not self.response.ended:
+            self.response.end()
+        return self
+
+    def try_end(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported("res.try_end", "end the answer with res.end(data)")
+
+    def on_writable(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported(
+            "res.on_writable", "stream a body with the Socketify Response: res.response.stream()"
+        )
+
+    def send_chunk(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported("res.send_chunk", "use res.response.stream(iterable) or res.end(data)")
+
+    def get_write_offset(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported("res.get_write_offset", "end the answer with res.end(data)")
+
+    def write_offset(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported("res.write_offset", "end the answer with res.end(data)")
+
+    def get_native_handle(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported(
+            "res.get_native_handle", "there is no uWebSockets response; use res.response"
+        )
+
+    def pause(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported("res.pause", "read the body when ready: the socket waits meanwhile")
+
+    def resume(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported("res.resume", "read the body when ready: the socket waits meanwhile")
+
+    def upgrade(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported(
+            "res.upgrade and the ws `upgrade` behavior",
+            "let app.ws() upgrade, and check the request before it in a Socketify middleware"
+            " (app.use)",
+        )
+
+    def write_continue(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported(
+            "res.write_continue", "100 Continue is sent when the handler reads the body"
+        )
+
+    def render(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported("res.render and app.template", "render with jinja2 and res.end(html)")
