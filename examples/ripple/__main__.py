@@ -1,6 +1,7 @@
 """`python -m examples.ripple`: check the settings, then serve Ripple with `socketify run`.
 
-    python -m examples.ripple.devcert && python -m examples.ripple --cert ripple.crt --key ripple.key
+    python -m examples.ripple.devcert                # ripple.crt and ripple.key, here
+    python -m examples.ripple --port 8443 --workers 2
 
 The settings (`examples.ripple.settings`) are checked here, so a missing certificate is one
 clear line and exit status 2 before anything starts; then they go into the environment the

@@ -149,8 +149,9 @@ def create_group(req: Request, res: Response) -> None:
     body = req.locals["body"]
     ids = body["member_ids"]
     if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-        res.status(422).json({"error": "validation failed",
-                              "errors": {"member_ids": ["must hold user ids"]}})  # fmt: skip
+        res.status(422).json(
+            {"error": "validation failed", "errors": {"member_ids": ["must hold user ids"]}}
+        )
         return
     chat = store.create_group(me, body["title"].strip(), ids, is_online)
     tell([m["id"] for m in chat["members"] if m["id"] != me], "chat", {"id": chat["id"]})
@@ -206,9 +207,10 @@ def typing(req: Request, res: Response) -> None:
     except store.NotMember:
         res.json_error(404, "no such chat")
         return
-    name = signed_in(req)["name"]  # type: ignore[index]
-    tell([m for m in members if m != me], "typing", {"chat_id": chat_id, "user_id": me,
-                                                     "name": name})  # fmt: skip
+    name = req.session["user"]["name"]
+    tell(
+        [m for m in members if m != me], "typing", {"chat_id": chat_id, "user_id": me, "name": name}
+    )
     res.send_status(204)
 
 

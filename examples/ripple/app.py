@@ -46,10 +46,13 @@ except SettingsError as exc:
 server = Server(tls=TlsOptions(cert_file=settings.cert, key_file=settings.key))
 server.use(
     sessions.middleware(
-        secret=settings.secret, cookie_name="ripple", cookie_secure=True, same_site="Strict",
+        secret=settings.secret,
+        cookie_name="ripple",
+        cookie_secure=True,
+        same_site="Strict",
         ttl=7 * 86400,
     )
-)  # fmt: skip
+)
 server.use(static_files.serve(str(PUBLIC), cache_max_age=60))
 
 

@@ -71,8 +71,7 @@ def connected(conn: easy.Connection, user: dict[str, Any]) -> None:
         conn.on(event, handler)
     conn.on_close(_closed)
     conn.emit("hello", {"user": user})
-    tell(_contacts(user["id"]), "presence", {"user_id": user["id"],
-                                                               "online": True})  # fmt: skip
+    tell(_contacts(user["id"]), "presence", {"user_id": user["id"], "online": True})
 
 
 def _closed(conn: easy.Connection, code: int, reason: str) -> None:
@@ -82,8 +81,7 @@ def _closed(conn: easy.Connection, code: int, reason: str) -> None:
         _end_call(conn, call)
     conn.leave(_user_room(user_id))
     # Other workers' members are counted by the census; this page has left the local count.
-    tell(_contacts(user_id), "presence",
-         {"user_id": user_id, "online": is_online(user_id)})  # fmt: skip
+    tell(_contacts(user_id), "presence", {"user_id": user_id, "online": is_online(user_id)})
 
 
 def _chat_id(conn: easy.Connection, data: Any) -> int | None:
@@ -110,8 +108,9 @@ def _send(conn: easy.Connection, data: Any) -> None:
     text = data.get("text", "")
     file = data.get("file")
     if not isinstance(text, str) or len(text) > store.MAX_TEXT or not (text.strip() or file):
-        conn.emit("error", {"error": "bad_request",
-                            "message": f"text: 1 to {store.MAX_TEXT} characters"})  # fmt: skip
+        conn.emit(
+            "error", {"error": "bad_request", "message": f"text: 1 to {store.MAX_TEXT} characters"}
+        )
         return
     attachment = checked_file(file) if file is not None else None
     if file is not None and attachment is None:
@@ -119,8 +118,9 @@ def _send(conn: easy.Connection, data: Any) -> None:
         return
     try:
         with db_session:
-            message, members = store.post(chat_id, conn.locals["user"]["id"], text.strip(),
-                                          attachment)  # fmt: skip
+            message, members = store.post(
+                chat_id, conn.locals["user"]["id"], text.strip(), attachment
+            )
     except store.NotMember:
         conn.emit("error", {"error": "not_found", "message": f"no chat {chat_id}"})
         return
@@ -186,8 +186,11 @@ def _end_call(conn: easy.Connection, chat_id: int) -> None:
     if members is not None:
         user = conn.locals["user"]
         others = [m for m in members if m != user["id"]]
-        tell(others, "call_end", {"chat_id": chat_id, "from": {"id": user["id"],
-                                                               "name": user["name"]}})  # fmt: skip
+        tell(
+            others,
+            "call_end",
+            {"chat_id": chat_id, "from": {"id": user["id"], "name": user["name"]}},
+        )
 
 
 def _call_handler(event: str) -> Any:

@@ -16,7 +16,14 @@ from pathlib import Path
 
 from socketify.config import Config
 
-__all__ = ["Settings", "SettingsError", "database_url", "from_environment", "parse_args", "uploads_folder"]
+__all__ = [
+    "Settings",
+    "SettingsError",
+    "database_url",
+    "from_environment",
+    "parse_args",
+    "uploads_folder",
+]
 
 DEFAULTS = {
     "RIPPLE_CERT": "ripple.crt",  # what `python -m examples.ripple.devcert` writes

@@ -187,9 +187,7 @@ def chat_json(chat: Chat, me: int, online: Online) -> dict[str, Any]:
         "id": chat.id,
         "kind": chat.kind,
         "title": title,
-        "members": [
-            {**user_json(m.user, online), "last_read": m.last_read} for m in members
-        ],
+        "members": [{**user_json(m.user, online), "last_read": m.last_read} for m in members],
         "last_message": _message_json(last) if last is not None else None,
         "unread": unread,
     }
@@ -198,8 +196,9 @@ def chat_json(chat: Chat, me: int, online: Online) -> dict[str, Any]:
 def chats_of(me: int, online: Online) -> list[dict[str, Any]]:
     """Every chat of `me`, the most recently active first."""
     chats = [chat_json(m.chat, me, online) for m in Member.select(lambda m: m.user.id == me)]
-    return sorted(chats, key=lambda c: c["last_message"]["id"] if c["last_message"] else 0,
-                  reverse=True)  # fmt: skip
+    return sorted(
+        chats, key=lambda c: c["last_message"]["id"] if c["last_message"] else 0, reverse=True
+    )
 
 
 def open_direct(me: int, other: int, online: Online) -> tuple[dict[str, Any], bool]:
@@ -240,8 +239,12 @@ def create_group(me: int, title: str, others: Iterable[int], online: Online) -> 
 def _message_json(message: Message) -> dict[str, Any]:
     file = None
     if message.file_url:
-        file = {"url": message.file_url, "name": message.file_name,
-                "mime": message.file_mime, "size": message.file_size}  # fmt: skip
+        file = {
+            "url": message.file_url,
+            "name": message.file_name,
+            "mime": message.file_mime,
+            "size": message.file_size,
+        }
     return {
         "id": message.id,
         "chat_id": message.chat.id,
@@ -252,9 +255,7 @@ def _message_json(message: Message) -> dict[str, Any]:
     }
 
 
-def history(
-    chat_id: int, me: int, before: int | None = None, limit: int = PAGE
-) -> dict[str, Any]:
+def history(chat_id: int, me: int, before: int | None = None, limit: int = PAGE) -> dict[str, Any]:
     """One page of a chat, oldest first: the `limit` messages before id `before` (or the
     newest), and whether older ones remain."""
     chat = _chat_for(chat_id, me)
@@ -277,8 +278,12 @@ def post(
     chat = _chat_for(chat_id, me)
     fields: dict[str, Any] = {"text": text}
     if file is not None:
-        fields.update(file_url=file["url"], file_name=file["name"], file_mime=file["mime"],
-                      file_size=file["size"])  # fmt: skip
+        fields.update(
+            file_url=file["url"],
+            file_name=file["name"],
+            file_mime=file["mime"],
+            file_size=file["size"],
+        )
     message = Message(chat=chat, sender=me, created_at=_now(), **fields)
     commit()
     Member.get(chat=chat, user=me).last_read = message.id

@@ -35,7 +35,9 @@ TYPES = {
     "application/pdf": ".pdf",
     "text/plain": ".txt",
 }
-MIME_OF = {extension: mime for mime, extension in TYPES.items()} | {".bin": "application/octet-stream"}
+MIME_OF = {extension: mime for mime, extension in TYPES.items()} | {
+    ".bin": "application/octet-stream"
+}
 STORED = re.compile(r"[0-9a-f]{32}\.[a-z]{3,4}")
 PREFIX = "/uploads/"
 MAX_NAME = 200

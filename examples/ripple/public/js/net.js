@@ -78,18 +78,18 @@ export class Live {
     };
   }
 
-  get open_() {
+  get connected() {
     return this.socket !== null && this.socket.readyState === WebSocket.OPEN;
   }
 
   send(type, data) {
-    if (!this.open_) return false;
+    if (!this.connected) return false;
     this.socket.send(JSON.stringify({type, data}));
     return true;
   }
 
   sendBinary(bytes) {
-    if (!this.open_) return false;
+    if (!this.connected) return false;
     // A voice frame that would wait behind a congested link is stale by the time it leaves.
     if (this.socket.bufferedAmount > 64 * 1024) return false;
     this.socket.send(bytes);
