@@ -405,6 +405,9 @@ def test_two_people_chat_see_typing_and_receipts_and_call_in_chromium(
         frames = "Number(document.getElementById('call-frames').dataset.frames)"
         assert wait_for(bob, f"{frames} >= 10", timeout=15)
         assert wait_for(ada, f"{frames} >= 10", timeout=15)
+        # Chromium's fake microphone beeps: what arrives is sound, not silence.
+        peak = "Number(document.getElementById('call-frames').dataset.peak)"
+        assert wait_for(bob, f"{peak} > 0.01", timeout=15)
         assert wait_for(ada, f"{status} === 'In a call with bob'")
         shot = tmp_path / "ripple.png"
         ada.screenshot(path=str(shot))

@@ -314,8 +314,9 @@ function onBinary(buffer) {
   const frame = PM.unpack(buffer);
   if (!frame || frame.kind !== PM.VOICE || !state.call?.player) return;
   state.call.player.play(frame.payload);
-  const frames = state.call.player.frames;
+  const {frames, peak} = state.call.player;
   $("call-frames").dataset.frames = frames;
+  $("call-frames").dataset.peak = peak.toFixed(3);
   $("call-frames").textContent = `${frames} voice frames received`;
 }
 

@@ -32,12 +32,14 @@ export async function startCapture(send) {
   };
 }
 
-// Plays PCM voice frames back to back; `frames` counts what arrived.
+// Plays PCM voice frames back to back; `frames` counts what arrived, `peak` is the loudest
+// sample heard (0 to 1), which tells a live microphone from a muted one.
 export class Player {
   constructor() {
     this.context = new AudioContext({sampleRate: RATE});
     this.playhead = 0;
     this.frames = 0;
+    this.peak = 0;
   }
 
   play(payload) {
@@ -47,7 +49,10 @@ export class Player {
     const view = new DataView(payload.buffer, payload.byteOffset, samples * 2);
     const buffer = this.context.createBuffer(1, samples, RATE);
     const out = buffer.getChannelData(0);
-    for (let i = 0; i < samples; i++) out[i] = view.getInt16(i * 2, true) / 0x8000;
+    for (let i = 0; i < samples; i++) {
+      out[i] = view.getInt16(i * 2, true) / 0x8000;
+      this.peak = Math.max(this.peak, Math.abs(out[i]));
+    }
     const source = this.context.createBufferSource();
     source.buffer = buffer;
     source.connect(this.context.destination);
