@@ -8,13 +8,15 @@ The same rooms give presence: a user is online while their room has members anyw
 Events from the page: `send {chat_id, text, file?}`, `typing {chat_id}`,
 `read {chat_id, message_id}`, and for calls `call_invite`, `call_accept`, `call_reject`,
 `call_end`, each `{chat_id}`. Events to the page: `hello {user}`, `message`, `typing`,
-`read`, `presence {user_id, online}`, `call_*` (with `chat_id` and `from`), `error`.
+`read`, `presence {user_id, online}`, `chat {id}` (someone started a chat with you), the
+`call_*` events (with `chat_id` and `from`), `call_taken` (another of your pages answered),
+and `error`.
 
 A call lives in the media room `call:<chat_id>`: the caller joins it with the invite, a
 callee with the accept, and every voice frame (the `PM` format of `pulse.media`) a member
 sends there is relayed, bytes unchanged, to the others. Leaving the page ends the call for
-the one who left. The server keeps no call state beyond room membership; who may call whom
-is the chat's membership.
+the one who left. Besides the room, the server only remembers which call each connection is
+in; who may call whom is the chat's membership.
 """
 
 from __future__ import annotations
@@ -170,7 +172,9 @@ def _call(conn: easy.Connection, data: Any, event: str) -> None:
         conn.locals["call"] = chat_id
         voice.relay_room(room)  # this worker relays what its members send; idempotent
         voice.join(room, conn.channel)
-    elif event == "call_end" and conn.locals.get("call") == chat_id:
+    elif event == "call_end":
+        if conn.locals.get("call") != chat_id:
+            return  # only someone in the call can end it for the others
         del conn.locals["call"]
         voice.leave(room, conn.channel)
     others = [m for m in members if m != user["id"]]

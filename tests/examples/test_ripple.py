@@ -97,6 +97,23 @@ def _socket(
     )
 
 
+def _worker_of(ripple: ServerProcess, ws: ClientConnection) -> int:
+    """The pid of the worker that holds the server side of `ws` (read from /proc)."""
+    client_port = ws.socket.getsockname()[1]
+    wanted = f":{ripple.port:04X} 0100007F:{client_port:04X} "  # local port, remote address
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        if wanted in line:
+            inodes.add(f"socket:[{line.split()[9]}]")
+    for pid in ripple.workers():
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd) in inodes:
+                        return pid
+    raise AssertionError(f"no worker holds the connection from port {client_port}")
+
+
 def _event(ws: ClientConnection, wanted: str) -> Any:
     while True:
         message = ws.recv(timeout=5)
@@ -256,8 +273,16 @@ def test_live_events_and_a_voice_call_between_two_sockets(
         chat_id = cy.post("/api/chats/dm", json={"user_id": dee_id}).json()["id"]
         dee_ws = stack.enter_context(_socket(ripple, certs, dee))
         assert _event(dee_ws, "hello") == {"user": {"id": dee_id, "name": "dee"}}
-        cy_ws = stack.enter_context(_socket(ripple, certs, cy))
-        _event(cy_ws, "hello")
+        # Cy connects until his socket lands on the other worker: all that follows crosses
+        # between the two processes.
+        for _ in range(20):
+            cy_ws = stack.enter_context(_socket(ripple, certs, cy))
+            _event(cy_ws, "hello")
+            if _worker_of(ripple, cy_ws) != _worker_of(ripple, dee_ws):
+                break
+            cy_ws.close()
+        else:
+            pytest.fail("20 connections in a row went to one worker")
         assert _event(dee_ws, "presence") == {"user_id": cy_id, "online": True}
         cy_ws.send(easy.envelope("typing", {"chat_id": chat_id}))
         assert _event(dee_ws, "typing") == {"chat_id": chat_id, "user_id": cy_id, "name": "cy"}
