@@ -7,9 +7,11 @@ import contextlib
 import os
 import shutil
 import ssl
+import struct
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -365,6 +367,35 @@ def fake_media_browser(certs: tuple[Path, Path]) -> Iterator[Browser]:
         yield browser
 
 
+FIRST = "Hi Bob! How are you? (<script> stays text here)"
+
+
+def _chart_png() -> bytes:
+    """A small bar chart as a PNG, made with zlib: something to upload and look at."""
+    width, height = 96, 64
+    bars = [20, 44, 32, 56, 38]
+    rows = []
+    for y in range(height):
+        row = bytearray([0])  # filter: none
+        for x in range(width):
+            bar = x // 19
+            lit = bar < len(bars) and x % 19 > 3 and height - y <= bars[bar]
+            row += bytes((43, 125, 233) if lit else (245, 248, 252))
+        rows.append(bytes(row))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"".join(rows)))
+        + chunk(b"IEND", b"")
+    )
+
+
 def _sign_up(context: BrowserContext, url: str, name: str) -> Page:
     page = context.new_page()
     page.goto(url + "/")
@@ -397,7 +428,7 @@ def test_two_people_chat_see_typing_and_receipts_and_call_in_chromium(
         ada.click("#people li:has-text('bob')")
         assert wait_for(ada, "document.getElementById('chat-title').textContent === 'bob'")
         assert wait_for(ada, "document.getElementById('chat-sub').textContent === 'online'")
-        ada.fill("#text", "Hi Bob! <script>alert(1)</script>")
+        ada.fill("#text", FIRST)
         ada.press("#text", "Enter")
         unread = "document.querySelector('#chats .chat .unread')?.textContent"
         assert wait_for(bob, f"{unread} === '1'")
@@ -405,22 +436,28 @@ def test_two_people_chat_see_typing_and_receipts_and_call_in_chromium(
         assert wait_for(ada, f"{last_receipt}.dataset.state === 'sent'")
         bob.click("#chats .chat")
         last_text = "document.querySelector('#messages li:last-child .text')?.textContent"
-        assert wait_for(bob, f"{last_text} === 'Hi Bob! <script>alert(1)</script>'")
+        assert wait_for(bob, f"{last_text} === {FIRST!r}")
         assert wait_for(ada, f"{last_receipt}.dataset.state === 'read'")
         assert bob.evaluate(unread) is None
         # Bob types; Ada sees it in the chat's header.
-        bob.type("#text", "Hello", delay=20)
+        bob.type("#text", "Hi Ada, all fine here", delay=10)
         typing = "document.getElementById('chat-sub').textContent"
         assert wait_for(ada, f"{typing} === 'bob is typing…'")
         bob.press("#text", "Enter")
-        assert wait_for(ada, f"{last_text} === 'Hello'")
+        assert wait_for(ada, f"{last_text} === 'Hi Ada, all fine here'")
         # Bob's connection drops; the page comes back by itself and catches up on what it
         # missed meanwhile.
         bob.evaluate("ripple.live.socket.close()")
-        ada.fill("#text", "while you were away")
+        ada.fill("#text", "Here is the chart:")
         ada.press("#text", "Enter")
-        assert wait_for(bob, f"{last_text} === 'while you were away'")
+        assert wait_for(bob, f"{last_text} === 'Here is the chart:'")
         assert wait_for(bob, "document.getElementById('conn').title === 'live'")
+        # A picture through the file input: uploaded, then shown on both sides.
+        ada.set_input_files(
+            "#file", files=[{"name": "chart.png", "mimeType": "image/png", "buffer": _chart_png()}]
+        )
+        picture = "document.querySelector('#messages li:last-child img.picture')"
+        assert wait_for(bob, f"{picture}?.alt === 'chart.png' && {picture}.naturalWidth === 96")
         # A voice call from the fake microphones: each side plays what the other sends.
         ada.click("#call")
         bob.wait_for_selector("#call-accept:visible")
