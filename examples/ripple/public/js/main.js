@@ -323,6 +323,15 @@ function onBinary(buffer) {
 function onState(connection) {
   $("conn").className = `dot ${connection === "live" ? "on" : connection}`;
   $("conn").title = connection;
+  if (connection === "offline") {
+    // Signed out meanwhile (elsewhere, or the session expired): retrying cannot help.
+    api("GET", "/api/me").catch((error) => {
+      if (error instanceof ApiError && error.status === 401) {
+        state.live.stop();
+        showAuth();
+      }
+    });
+  }
 }
 
 // -- calls --------------------------------------------------------------------------------
