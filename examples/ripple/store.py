@@ -285,7 +285,7 @@ def post(
             file_size=file["size"],
         )
     message = Message(chat=chat, sender=me, created_at=_now(), **fields)
-    commit()
+    message.flush()  # the INSERT, for the id; one commit keeps message and read mark together
     Member.get(chat=chat, user=me).last_read = message.id
     commit()
     return _message_json(message), sorted(m.user.id for m in chat.members)
