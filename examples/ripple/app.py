@@ -62,11 +62,14 @@ def _auth_limit(req: Request) -> str | None:
 
 
 server.use(ratelimit.middleware(capacity=20, refill_per_second=0.5, key=_auth_limit))
-server.use(socketify.db.middleware(store.db))
-
-
+# A database session per API request. Not around the live socket: its handlers open their
+# own, one per event, since a connection lasts far longer than any transaction should.
+rest = server.group("/api").use(socketify.db.middleware(store.db))
 for method, path, handler in api.ROUTES:
-    server.route(method, path, handler)
+    if path.startswith("/api/"):
+        rest.route(method, path.removeprefix("/api"), handler)
+    else:
+        server.route(method, path, handler)
 
 
 @server.get(PULSE)

@@ -118,7 +118,7 @@ def _worker_of(ripple: ServerProcess, ws: ClientConnection) -> int:
 
 def _event(ws: ClientConnection, wanted: str) -> Any:
     while True:
-        message = ws.recv(timeout=5)
+        message = ws.recv(timeout=10)
         if isinstance(message, bytes):
             continue
         parsed = easy.parse_envelope(message)

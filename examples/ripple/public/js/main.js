@@ -73,8 +73,13 @@ async function enter() {
 
 // -- the chat list ------------------------------------------------------------------------
 
+let chatsAsked = 0;
+
 async function loadChats() {
+  // Answers may come back out of order: only the one to the latest question counts.
+  const asked = ++chatsAsked;
   const chats = await api("GET", "/api/chats");
+  if (asked !== chatsAsked) return;
   state.chats = new Map(chats.map((chat) => [chat.id, chat]));
   renderChats();
   renderHead();
@@ -124,7 +129,9 @@ async function openChat(chatId) {
   renderChats();
   const page = await api("GET", `/api/chats/${chatId}/messages`);
   if (state.open !== chatId) return;
-  state.messages = page.messages;
+  // Messages that arrived live while the page was on its way are newer than all of it.
+  const newest = page.messages.at(-1)?.id ?? 0;
+  state.messages = [...page.messages, ...state.messages.filter((m) => m.id > newest)];
   state.hasMore = page.has_more;
   renderMessages(true);
   markRead();
