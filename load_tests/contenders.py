@@ -22,6 +22,9 @@ VENV_BIN = VENV / "bin"
 PEER_PACKAGES = (
     "uvicorn[standard]", "httptools", "uvloop", "gunicorn", "packaging", "gevent", "flask",
     "hypercorn",
+    # The TechEmpower peers (load_tests/tfb).
+    "django", "sqlalchemy", "asyncpg", "fastapi", "starlette", "psycopg2-binary", "psycogreen",
+    "orjson", "jinja2", "socketify",
 )  # fmt: skip
 OURS = "socketify"
 
