@@ -29,11 +29,15 @@ from load_tests.tfb.verify import PATHS, TEST_TYPES, Target, verify
 
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; the exit status is 1 when a check or a bar failed."""
-    parser = argparse.ArgumentParser(prog="python -m load_tests.tfb", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m load_tests.tfb",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("command", choices=("setup", "verify", "bench", "drop"))
-    parser.add_argument("--only", help="implementations, comma-separated: "
-                        + ", ".join(IMPLEMENTATIONS))
+    parser.add_argument(
+        "--only", help="implementations, comma-separated: " + ", ".join(IMPLEMENTATIONS)
+    )
     parser.add_argument("--tests", default=",".join(TEST_TYPES))
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--duration", type=int, default=5)

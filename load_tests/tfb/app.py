@@ -36,7 +36,9 @@ from load_tests.tfb.spec import (
 from socketify import Server
 
 _url, _schema = database_url()
-db = socketify.db.connect(f"{_url}{'&' if '?' in _url else '?'}schema={_schema}", pool_size=POOL_SIZE)
+db = socketify.db.connect(
+    f"{_url}{'&' if '?' in _url else '?'}schema={_schema}", pool_size=POOL_SIZE
+)
 
 
 class World(db.Entity):
@@ -102,23 +104,32 @@ def fortunes(req, res):
 
 @orm.get("/updates")
 def updates(req, res):
-    answer = []
-    for i in random_ids(queries_count(req.query.get("queries"))):
-        world = World[i]
+    # Every row is read before any is changed: a change is flushed before the session's next
+    # query, and would hold its row's lock through all the reads that follow.
+    worlds = [World[i] for i in random_ids(queries_count(req.query.get("queries")))]
+    for world in worlds:
         world.randomNumber = random_number()
-        answer.append({"id": world.id, "randomNumber": world.randomNumber})
-    res.json(answer)  # the session commits the changed rows when the handler returns
+    res.json([{"id": world.id, "randomNumber": world.randomNumber} for world in worlds])
+    # the session commits the changed rows when the handler returns
 
 
 # -- raw queries ----------------------------------------------------------------------------------
 
 raw = server.group("/raw").use(socketify.db.middleware(db))
 
+# Pony's raw SQL: `$name` is a value of the dictionary passed with the query.
+READ_WORLD = "SELECT id, randomnumber FROM world WHERE id = $world_id"
+# One statement for all the rows, in id order like the reads.
+WRITE_WORLDS = (
+    "UPDATE world SET randomnumber = new.number"
+    " FROM unnest($ids::int[], $numbers::int[]) AS new(id, number)"
+    " WHERE world.id = new.id"
+)
+
 
 @raw.get("/db")
 def raw_single_query(req, res):
-    world_id = random_id()
-    found, number = db.get("SELECT id, randomnumber FROM world WHERE id = $world_id")
+    found, number = db.get(READ_WORLD, {"world_id": random_id()})
     res.json({"id": found, "randomNumber": number})
 
 
@@ -126,7 +137,7 @@ def _read_worlds(ids: list[int]) -> list[dict[str, Any]]:
     read = db.get
     answer = []
     for world_id in ids:
-        found, number = read("SELECT id, randomnumber FROM world WHERE id = $world_id")
+        found, number = read(READ_WORLD, {"world_id": world_id})
         answer.append({"id": found, "randomNumber": number})
     return answer
 
@@ -151,10 +162,5 @@ def raw_updates(req, res):
         world["randomNumber"] = random_number()
     ids = [world["id"] for world in answer]
     numbers = [world["randomNumber"] for world in answer]
-    # One statement for all the rows, in id order like the reads.
-    db.execute(
-        "UPDATE world SET randomnumber = new.number"
-        " FROM unnest($ids::int[], $numbers::int[]) AS new(id, number)"
-        " WHERE world.id = new.id"
-    )
+    db.execute(WRITE_WORLDS, {"ids": ids, "numbers": numbers})
     res.json(answer)

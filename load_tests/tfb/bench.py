@@ -92,18 +92,15 @@ class Bench:
         cwd = {"cwd": server.cwd} if server.cwd is not None else {}
         with serve(server_name, argv, port, ready_path=ready, **cwd) as running:
             base = f"http://{HOST}:{running.port}"
+            # All of a server's implementations are verified before any is timed: requests
+            # still running after a timed `updates` would write under the verifier's reads.
             for impl in implementations:
-                tests = [t for t in self.tests if t in impl.tests]
                 if round_number == 0 and workers == self.workers[0]:
-                    problems = verify(Target(impl.name, base, impl.prefix), tuple(tests))
-                    if problems:
-                        self.results.failures[impl.name] = problems
-                        print(f"  {impl.name}: FAILED verification, not timed:", flush=True)
-                        for problem in problems[:10]:
-                            print(f"    {problem}", flush=True)
+                    self._verify(impl, base)
+            for impl in implementations:
                 if impl.name in self.results.failures:
                     continue
-                for test in tests:
+                for test in (t for t in self.tests if t in impl.tests):
                     url = base + Target(impl.name, base, impl.prefix).url(test, QUERIES)
                     self._wrk(test, url, 1, workers)  # warm-up
                     result = self._wrk(test, url, self.duration, workers)
@@ -120,6 +117,15 @@ class Bench:
                         f" {rps:>10,.0f} req/s{note}",
                         flush=True,
                     )
+
+    def _verify(self, impl: Implementation, base: str) -> None:
+        tests = tuple(t for t in self.tests if t in impl.tests)
+        problems = verify(Target(impl.name, base, impl.prefix), tests)
+        if problems:
+            self.results.failures[impl.name] = problems
+            print(f"  {impl.name}: FAILED verification, not timed:", flush=True)
+            for problem in problems[:10]:
+                print(f"    {problem}", flush=True)
 
     def _wrk(self, test: str, url: str, duration: int, workers: int) -> tuple[float, int] | None:
         run = WrkRun(
@@ -163,8 +169,10 @@ def render_table(results: Results, names: Iterable[str], tests: Iterable[str]) -
     names, tests = list(names), list(tests)
     lines = []
     for workers in sorted(results.runs, key=int):
-        lines.append(f"\n{workers} worker{'s' if workers != '1' else ''}"
-                     f"{' (pinned to CPU 1, wrk on CPU 0)' if workers == '1' else ''}, median req/s")
+        lines.append(
+            f"\n{workers} worker{'s' if workers != '1' else ''}"
+            f"{' (pinned to CPU 1, wrk on CPU 0)' if workers == '1' else ''}, median req/s"
+        )
         lines.append(f"{'test':10}" + "".join(f"{name:>14}" for name in names))
         for test in tests:
             cells = []
@@ -234,7 +242,9 @@ def draw(bench: Bench, path: Path) -> bool:
         axis.set_xticklabels(labels)
         axis.set_ylabel("req/s (log scale)")
         pinned_note = ", pinned" if workers == "1" else ""
-        axis.set_title(f"TechEmpower test types, {workers} worker(s){pinned_note}, c={bench.connections}")
+        axis.set_title(
+            f"TechEmpower test types, {workers} worker(s){pinned_note}, c={bench.connections}"
+        )
         axis.grid(axis="y", alpha=0.3)
     axes[0, 0].legend(fontsize=8, ncol=2)
     figure.tight_layout()

@@ -70,9 +70,7 @@ def _uvicorn(app: str) -> Callable[[int, int], list[str]]:
 
 def _socketify_py(port: int, workers: int) -> list[str]:
     script = LOAD_TESTS / "tfb" / "peer_socketify_py.py"
-    return [
-        str(VENV_BIN / "python"), str(script), "--port", str(port), "--workers", str(workers)
-    ]
+    return [str(VENV_BIN / "python"), str(script), "--port", str(port), "--workers", str(workers)]
 
 
 _ASGI = ("uvicorn", "httptools", "uvloop", "jinja2", "orjson")

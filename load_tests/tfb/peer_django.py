@@ -53,11 +53,11 @@ settings.configure(
 )
 django.setup()
 
+from django.core.wsgi import get_wsgi_application  # noqa: E402
 from django.db import models, transaction  # noqa: E402
 from django.http import HttpResponse, JsonResponse  # noqa: E402
 from django.template import engines  # noqa: E402
 from django.urls import path  # noqa: E402
-from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 
 class World(models.Model):

@@ -19,6 +19,7 @@ _repo = str(Path(__file__).resolve().parents[2])
 sys.path[:] = [entry for entry in sys.path if entry.rstrip("/") != _repo]
 
 import orjson  # noqa: E402
+
 from socketify import App  # noqa: E402
 
 JSON = b"application/json"

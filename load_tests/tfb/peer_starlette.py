@@ -77,7 +77,10 @@ async def queries(request):
     ids = random_ids(queries_count(request.query_params.get("queries")))
     async with pool.acquire() as con:
         statement = await con.prepare(READ)
-        answer = [dict(zip(("id", "randomNumber"), await statement.fetchrow(i))) for i in ids]
+        answer = []
+        for i in ids:
+            row = await statement.fetchrow(i)
+            answer.append({"id": row[0], "randomNumber": row[1]})
     return ORJSONResponse(answer)
 
 

@@ -80,8 +80,12 @@ class Answer:
         return values[0] if values else None
 
 
+class NotAnswered(Exception):
+    """A request got another status than 200: nothing else of that test is worth checking."""
+
+
 def fetch(target: Target, path: str) -> Answer:
-    """GET `path` on a new connection."""
+    """GET `path` on a new connection; `NotAnswered` unless the status is 200."""
     parts = urlsplit(target.base_url)
     con = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
     try:
@@ -91,6 +95,8 @@ def fetch(target: Target, path: str) -> Answer:
         headers: dict[str, list[str]] = {}
         for name, value in response.getheaders():
             headers.setdefault(name.lower(), []).append(value)
+        if response.status != 200:
+            raise NotAnswered(f"{path}: status {response.status}, body {body[:80]!r}")
         return Answer(response.status, headers, body)
     finally:
         con.close()
@@ -104,6 +110,8 @@ def verify(target: Target, tests: tuple[str, ...] = TEST_TYPES, *, date: bool = 
         check = _CHECKS[test]
         try:
             found = check(target)
+        except NotAnswered as exc:
+            found = [str(exc)]
         except (OSError, http.client.HTTPException, ValueError, KeyError, TypeError) as exc:
             found = [f"{target.url(test)}: {type(exc).__name__}: {exc}"]
         problems.extend(f"{target.name} {test}: {problem}" for problem in found)
@@ -114,8 +122,6 @@ def verify(target: Target, tests: tuple[str, ...] = TEST_TYPES, *, date: bool = 
 
 def _headers(answer: Answer, kind: str, path: str) -> list[str]:
     problems = []
-    if answer.status != 200:
-        problems.append(f"{path}: status {answer.status}")
     for name in ("Server", "Date", "Content-Type"):
         if answer.header(name) is None:
             problems.append(f"{path}: no {name} header")
