@@ -21,7 +21,10 @@ VENV_BIN = VENV / "bin"
 # gunicorn's gevent worker imports packaging without declaring it (gunicorn 27).
 PEER_PACKAGES = (
     "uvicorn[standard]", "httptools", "uvloop", "gunicorn", "packaging", "gevent", "flask",
-    "hypercorn", "granian", "django",
+    "hypercorn", "granian",
+    # The TechEmpower peers (load_tests/tfb).
+    "django", "sqlalchemy", "asyncpg", "fastapi", "starlette", "psycopg2-binary", "psycogreen",
+    "orjson", "jinja2", "socketify",
 )  # fmt: skip
 OURS = "socketify"
 

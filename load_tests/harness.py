@@ -50,6 +50,7 @@ class RunningServer:
     port: int
     process: subprocess.Popen[bytes]
     log: IO[bytes]
+    ready_path: str = PING_PATH  # what `serve()` polls until it answers 200
 
     @property
     def pid(self) -> int:
@@ -58,8 +59,8 @@ class RunningServer:
 
     @property
     def url(self) -> str:
-        """The /ping URL."""
-        return f"http://{HOST}:{self.port}{PING_PATH}"
+        """The URL `serve()` polls (/ping unless the server has none)."""
+        return f"http://{HOST}:{self.port}{self.ready_path}"
 
     def log_tail(self, lines: int = 15) -> str:
         """The last lines the server wrote to stdout/stderr."""
@@ -110,11 +111,13 @@ def serve(
     *,
     nofile: int | None = None,
     cwd: Path = REPO_ROOT,
+    ready_path: str = PING_PATH,
 ) -> Iterator[RunningServer]:
     """Run argv (from the repository root by default) until the block exits.
 
     nofile raises RLIMIT_NOFILE. `python -m` puts its working directory first on sys.path, so a
     caller that wants PYTHONPATH's order to decide which socketify runs passes another cwd.
+    ready_path replaces /ping as the path that must answer 200 before the server counts as up.
     """
     env = {**server_env(), "PYTHONUNBUFFERED": "1"}
     with tempfile.TemporaryFile() as log:
@@ -128,7 +131,7 @@ def serve(
             start_new_session=True,
             preexec_fn=_nofile_setter(nofile),
         )
-        server = RunningServer(name, port, process, log)
+        server = RunningServer(name, port, process, log, ready_path)
         try:
             _wait_ready(server)
             yield server

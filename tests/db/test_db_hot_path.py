@@ -273,3 +273,69 @@ def test_postgres_key_reads_reuse_one_cursor_per_connection_until_it_closes(
     assert con.closed and con.key_read_cursor is None  # no connection-cursor cycle left
     assert client.get("/users/1").json() == {"id": 1, "name": "Ann"}  # a new connection
     db.disconnect()
+
+
+@pytest.mark.fast_path_only
+def test_prepared_queries_number_named_parameters_by_first_appearance() -> None:
+    from socketify.db.fastpath.pg_prepared import PreparedQuery
+
+    query = PreparedQuery.for_statement(
+        "SELECT a FROM t WHERE b = %(p2)s OR c = %(p1)s OR d = %(p2)s"
+    )
+    assert query is not None and query.name.startswith("socketify_q_")
+    assert query.prepare_sql == (
+        f"PREPARE {query.name} AS SELECT a FROM t WHERE b = $1 OR c = $2 OR d = $1"
+    )
+    assert query.execute_sql == f"EXECUTE {query.name}(%(p2)s, %(p1)s)"
+    plain = PreparedQuery.for_statement('SELECT "f"."id" FROM "fortune" "f"')
+    assert plain is not None and plain.execute_sql == f"EXECUTE {plain.name}"
+    # Writes, positional parameters and literal percent signs stay text.
+    assert PreparedQuery.for_statement("UPDATE t SET a = %(p1)s") is None
+    assert PreparedQuery.for_statement("SELECT a FROM t WHERE b = %s") is None
+    assert PreparedQuery.for_statement("SELECT a FROM t WHERE b LIKE 'x%%'") is None
+
+
+@pytest.mark.fast_path_only
+def test_a_query_text_is_prepared_only_once_it_repeats() -> None:
+    from socketify.db.fastpath.pg_prepared import prepared_query
+
+    sql = f"SELECT a FROM t WHERE b = %(p1)s -- {id(object())}"
+    assert prepared_query(sql) is None  # seen once: SQL with inlined values never repeats
+    again = prepared_query(sql)
+    assert again is not None and prepared_query(sql) is again
+
+
+@pytest.mark.fast_path_only
+def test_postgres_raw_and_query_reads_run_prepared_once_their_text_repeats(pg_url: str) -> None:
+    db = socketify.db.connect(pg_url, pool_size=1)
+    m = define(db)
+    with db_session:
+        m.User(id=1, name="Ann", email="ann@x")
+        m.User(id=2, name="Bob", email="bob@x")
+    table = db.provider.quote_name(m.User._table_)
+    read = f"SELECT id, name FROM {table} WHERE id = $user_id"
+    for _ in range(3):
+        for user_id, name in ((1, "Ann"), (2, "Bob")):
+            with db_session:
+                row = db.get(read, {"user_id": user_id})
+                assert (row.id, row.name) == (user_id, name)
+                assert sorted(u.name for u in m.User.select()) == ["Ann", "Bob"]
+    with db_session:
+        assert db.get("SELECT $value AS v", {"value": "x"}) == "x"
+        assert db.get("SELECT $value AS v", {"value": "y"}) == "y"
+        con = db.get_connection()
+        cursor = con.cursor()
+        cursor.execute(
+            "SELECT statement FROM pg_prepared_statements WHERE name LIKE 'socketify_q_%%'"
+        )
+        statements = [statement for (statement,) in cursor.fetchall()]
+        # A pooler that forgets prepared statements: the read still answers, as text.
+        cursor.execute("DEALLOCATE ALL")
+    with db_session:
+        assert db.get(read, {"user_id": 2}).name == "Bob"
+    # The raw reads and the entity query.
+    assert len(statements) == 3, statements
+    assert any("WHERE id = $1" in s for s in statements)
+    assert all(s.startswith("PREPARE socketify_q_") for s in statements)
+    assert db.pool_stats().in_use == 0
+    db.disconnect()
