@@ -7,9 +7,9 @@ the request's `db_session`, which commits it. Under `/raw/...` the same four dat
 use `socketify.db`'s raw queries (`db.get`, `db.select`, `db.execute`) on the same pooled
 connections, without the ORM. `/json` and `/plaintext` touch no database.
 
-The fortunes are rendered with a Jinja2 template (autoescaped). The tables are
-`python -m load_tests.tfb setup`'s, on $TFB_DATABASE_URL; each worker holds at most
-`TFB_POOL_SIZE` (8) connections.
+The fortunes page is `templates/fortunes.html`, rendered by `res.render` (Jinja2,
+autoescaped). The tables are `python -m load_tests.tfb setup`'s, on $TFB_DATABASE_URL; each
+worker holds at most `TFB_POOL_SIZE` (8) connections.
 """
 
 from __future__ import annotations
@@ -17,16 +17,15 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any
 
-import jinja2
 from pony.orm import PrimaryKey, Required
 
 import socketify.db
 from load_tests.tfb.spec import (
     ADDITIONAL_FORTUNE,
-    FORTUNE_TEMPLATE,
     HELLO,
     MESSAGE,
     POOL_SIZE,
+    TEMPLATES,
     database_url,
     queries_count,
     random_id,
@@ -61,10 +60,9 @@ class Fortune(db.Entity):
 
 db.generate_mapping()
 
-fortunes_template = jinja2.Environment(autoescape=True).from_string(FORTUNE_TEMPLATE)
 by_message = itemgetter(1)
 
-server = Server(compression=False)
+server = Server(compression=False, templates=TEMPLATES)
 
 
 @server.get("/json")
@@ -99,7 +97,7 @@ def fortunes(req, res):
     rows = [(fortune.id, fortune.message) for fortune in Fortune.select()]
     rows.append((0, ADDITIONAL_FORTUNE))
     rows.sort(key=by_message)
-    res.html(fortunes_template.render(fortunes=rows))
+    res.render("fortunes.html", fortunes=rows)
 
 
 @orm.get("/updates")
@@ -152,7 +150,7 @@ def raw_fortunes(req, res):
     rows = db.select("SELECT id, message FROM fortune")
     rows.append((0, ADDITIONAL_FORTUNE))
     rows.sort(key=by_message)
-    res.html(fortunes_template.render(fortunes=rows))
+    res.render("fortunes.html", fortunes=rows)
 
 
 @raw.get("/updates")

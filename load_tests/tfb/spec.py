@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+from pathlib import Path
 from urllib.parse import urlsplit
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "MESSAGE",
     "POOL_SIZE",
     "SERVER_NAME",
+    "TEMPLATES",
     "URL_ENV",
     "WORLD_ROWS",
     "database_url",
@@ -64,12 +66,10 @@ FORTUNES = (
     (12, "\u30d5\u30ec\u30fc\u30e0\u30ef\u30fc\u30af\u306e\u30d9\u30f3\u30c1\u30de\u30fc\u30af"),
 )
 # Jinja2 syntax, autoescaped: the one template every implementation renders.
-FORTUNE_TEMPLATE = (
-    "<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table>"
-    "<tr><th>id</th><th>message</th></tr>"
-    "{% for id, message in fortunes %}<tr><td>{{ id }}</td><td>{{ message }}</td></tr>{% endfor %}"
-    "</table></body></html>"
-)
+# The fortunes page, one Jinja2 template (Django's engine reads it too): ours renders the file
+# with `res.render`, the peers render its text.
+TEMPLATES = Path(__file__).parent / "templates"
+FORTUNE_TEMPLATE = (TEMPLATES / "fortunes.html").read_text()
 
 
 def queries_count(value: str | None) -> int:
