@@ -25,7 +25,8 @@ from socketify import __version__
 log = logging.getLogger("socketify.master")
 
 USAGE = """\
-usage: socketify run APP [options]         serve APP (module:attribute, default attribute: server)
+usage: socketify run APP [options]         serve APP (module:attribute, default attribute: server):
+                                           a Server, or a socketify.tcp.Service (raw TCP)
        socketify db migrate|rollback [N]|status|new NAME --app APP
        socketify --run-http DIR [--host H] [--port P] [--index NAME]
        socketify --version | --info | --help
@@ -301,6 +302,7 @@ def _check_importable(spec: str) -> None:
 
 
 def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: list[str]) -> int:
+    from socketify.server.app_worker import serves_tcp
     from workers.supervise.config import MasterConfig
     from workers.supervise.master import BootError, Master
     from workers.supervise.sockets import BindError
@@ -330,8 +332,10 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
     except BootError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    http2 = target.http2 and settings.http2
+    http2 = target.http2 and getattr(settings, "http2", False)
     where = _where(master.addresses, bool(target.tls or settings.tls), target.plan, http2)
+    if serves_tcp(settings):
+        where = _where_tcp(master.addresses, bool(target.tls or settings.tls))
     log.info(
         "Socketify %s listening on %s (%d workers, master pid %d)",
         __version__,
@@ -353,9 +357,16 @@ def _run_in_process(
     except BindError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    from socketify.server.app_worker import serves_tcp
+
     where = _where(
-        runner.addresses, bool(tls or app.settings.tls), plan, http2 and app.settings.http2
+        runner.addresses,
+        bool(tls or app.settings.tls),
+        plan,
+        http2 and getattr(app.settings, "http2", False),
     )
+    if serves_tcp(app.settings):
+        where = _where_tcp(runner.addresses, bool(tls or app.settings.tls))
     log.info("Socketify %s listening on %s (in-process, pid %d)", __version__, where, os.getpid())
     return runner.wait()
 
@@ -379,6 +390,15 @@ def _where(addresses: list[Any], tls: bool, plan: Any, http2: bool = False) -> s
     return ", ".join(
         f"{_url(format_address(address), scheme(address))} {protocols(scheme(address))}"
         for address in addresses
+    )
+
+
+def _where_tcp(addresses: list[Any], tls: bool) -> str:
+    """The bound addresses of a TCP service: `tcp://127.0.0.1:7000` (`tls://` with TLS)."""
+    from workers.supervise.sockets import format_address
+
+    return ", ".join(
+        _url(format_address(address), "tls" if tls else "tcp") for address in addresses
     )
 
 

@@ -14,11 +14,14 @@ if TYPE_CHECKING:
     from socketify.core.application import Application
     from socketify.core.tls_options import TlsOptions
     from socketify.server.schemes import BindPlan
+    from socketify.server.service import HttpService
+    from socketify.server.tcp_service import TcpService
+    from socketify.tcp.service import Service
     from workers.supervise.context import WorkerContext
 
 
 class AppLoadError(Exception):
-    """The APP argument does not name a Server."""
+    """The APP argument names neither a Server nor a TCP service."""
 
 
 class _AppImport:
@@ -38,9 +41,10 @@ def importing_app() -> bool:
     return _app_import.active
 
 
-def load_app(spec: str) -> Application:
-    """Import `module:attribute` (attribute defaults to `server`) and return the Server."""
+def load_app(spec: str) -> Application | Service:
+    """Import `module:attribute` (attribute defaults to `server`): a Server or a tcp.Service."""
     from socketify.core.application import Application
+    from socketify.tcp.service import Service
 
     module_name, _, attribute = spec.partition(":")
     attribute = attribute or "server"
@@ -59,11 +63,18 @@ def load_app(spec: str) -> Application:
             app = getattr(app, part)
         except AttributeError:
             raise AppLoadError(f"module {module_name!r} has no attribute {attribute!r}") from None
-    if callable(app) and not isinstance(app, Application):
+    if callable(app) and not isinstance(app, Application | Service):
         app = app()  # an app factory
-    if not isinstance(app, Application):
-        raise AppLoadError(f"{spec} is a {type(app).__name__}, not a socketify Server")
+    if not isinstance(app, Application | Service):
+        raise AppLoadError(
+            f"{spec} is a {type(app).__name__}, not a socketify Server or tcp.Service"
+        )
     return app
+
+
+def serves_tcp(settings: Any) -> bool:
+    """Whether an app's settings (or what `probe_app` printed of them) are a TCP service's."""
+    return bool(getattr(settings, "tcp", False))
 
 
 PROBE_LOAD_ERROR = 4  # exit status of `probe_app` for an APP that names no Server
@@ -87,6 +98,7 @@ def probe_app(spec: str) -> None:
     """
     import json
 
+    from socketify.core.application import Application
     from socketify.core.tls_options import TlsError
 
     module = spec.partition(":")[0]
@@ -102,8 +114,9 @@ def probe_app(spec: str) -> None:
     except (AppLoadError, TlsError) as exc:
         print(json.dumps({"error": str(exc)}))
         raise SystemExit(PROBE_LOAD_ERROR) from None
-    settings = {name: getattr(app.settings, name) for name in _PROBED}
+    settings = {name: getattr(app.settings, name, False) for name in _PROBED}
     settings["tls"] = app.settings.tls is not None
+    settings["tcp"] = not isinstance(app, Application)
     print(json.dumps(settings))
 
 
@@ -117,6 +130,25 @@ def add_access_log(app: Application, log_format: str) -> None:
     )
 
 
+def services_for_target(
+    app: Application | Service,
+    sockets: list[Any],
+    *,
+    tls: TlsOptions | None,
+    plan: BindPlan | None,
+    on_request: Any = None,
+    http2: bool = True,
+) -> list[HttpService] | list[TcpService]:
+    """What serves `app` on `sockets` in this worker: HTTP services, or one TCP service."""
+    from socketify.core.application import Application
+    from socketify.server.schemes import services_for
+    from socketify.server.tcp_service import TcpService
+
+    if isinstance(app, Application):
+        return services_for(app, sockets, tls=tls, plan=plan, on_request=on_request, http2=http2)
+    return [TcpService(app, sockets, tls=tls, on_connection=on_request)]
+
+
 class ServeApp:
     """The workers' target: `ServeApp(app_or_spec)(ctx)` serves until the master stops us.
 
@@ -128,7 +160,7 @@ class ServeApp:
 
     def __init__(
         self,
-        app: Application | str,
+        app: Application | Service | str,
         *,
         tls: TlsOptions | None = None,
         plan: BindPlan | None = None,
@@ -144,13 +176,13 @@ class ServeApp:
     def __call__(self, ctx: WorkerContext) -> None:
         import gevent
 
-        from socketify.server.schemes import services_for
+        from socketify.core.application import Application
 
         app = load_app(self.app) if isinstance(self.app, str) else self.app
-        if self.access_log_format:
+        if self.access_log_format and isinstance(app, Application):
             add_access_log(app, self.access_log_format)
         tls = self.tls or app.settings.tls
-        services = services_for(
+        services = services_for_target(
             app,
             ctx.sockets,
             tls=tls,
