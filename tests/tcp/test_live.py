@@ -223,10 +223,13 @@ def test_mutual_tls_hands_the_client_certificate_to_the_handler(serve: Launcher,
         version, name = read_line(sock).split()[1:]
     assert version.startswith(b"TLS") and name != b"-"
     plain = ssl.create_default_context(cafile=pki.ca)  # no client certificate: refused
-    with pytest.raises((ssl.SSLError, ConnectionError)):  # noqa: PT012
-        with connect(server) as raw, plain.wrap_socket(raw, server_hostname="localhost") as sock:
-            sock.recv(10)
-            raise ConnectionError("closed without an alert")  # also a refusal
+    with (
+        pytest.raises((ssl.SSLError, ConnectionError)),
+        connect(server) as raw,
+        plain.wrap_socket(raw, server_hostname="localhost") as sock,
+    ):
+        sock.recv(10)
+        raise ConnectionError("closed without an alert")  # also a refusal
 
 
 def test_an_object_that_is_no_service_is_refused(serve: Launcher) -> None:
