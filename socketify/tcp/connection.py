@@ -70,9 +70,9 @@ class StreamConnection:
         """Up to `max_bytes` bytes as soon as any are there; b"" once the peer has closed."""
         buffer = self._buffer
         if buffer:
-            data = bytes(buffer[:max_bytes])
+            ahead = bytes(buffer[:max_bytes])
             del buffer[:max_bytes]
-            return data
+            return ahead
         data: bytes = self._sock.recv(max_bytes)
         return data
 
