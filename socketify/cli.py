@@ -26,7 +26,8 @@ log = logging.getLogger("socketify.master")
 
 USAGE = """\
 usage: socketify run APP [options]         serve APP (module:attribute, default attribute: server):
-                                           a Server, or a socketify.tcp.Service (raw TCP)
+                                           a Server, a socketify.tcp.Service (raw TCP),
+                                           or a tcp.Bundle of both (TCP on its own binds)
        socketify db migrate|rollback [N]|status|new NAME --app APP
        socketify --run-http DIR [--host H] [--port P] [--index NAME]
        socketify --version | --info | --help
@@ -186,7 +187,13 @@ def run(options: argparse.Namespace) -> int:
     configure_logging(options.log_level, options.error_log, options.access_log)
     from socketify.core.templates import RELOAD_ENV
     from socketify.core.tls_options import TlsError, TlsOptions
-    from socketify.server.app_worker import AppLoadError, ServeApp, add_access_log, load_app
+    from socketify.server.app_worker import (
+        AppLoadError,
+        ServeApp,
+        add_access_log,
+        load_app,
+        tcp_binds,
+    )
     from socketify.server.schemes import BindPlan, SchemeError
     from workers.supervise.sockets import BindError
 
@@ -232,11 +239,13 @@ def run(options: argparse.Namespace) -> int:
         return 1
     except SchemeError as exc:
         raise UsageError(str(exc)) from None
+    # A tcp.Bundle's TCP services bring their own binds beside the command line's.
+    binds = [*plan.binds, *tcp_binds(app if app is not None else settings)]
     if options.workers == 0:
         if options.access_log_format:
-            add_access_log(target.app, options.access_log_format)
-        return _run_in_process(target.app, list(plan.binds), target.tls, plan, target.http2)
-    return _run_master(options, target, settings, list(plan.binds))
+            add_access_log(getattr(target.app, "http", target.app), options.access_log_format)
+        return _run_in_process(target.app, binds, target.tls, plan, target.http2)
+    return _run_master(options, target, settings, binds)
 
 
 def _tls_options(options: argparse.Namespace) -> Any:
@@ -336,6 +345,19 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
     where = _where(master.addresses, bool(target.tls or settings.tls), target.plan, http2)
     if serves_tcp(settings):
         where = _where_tcp(master.addresses, bool(target.tls or settings.tls))
+    elif len(master.addresses) > len(target.plan.binds):  # a tcp.Bundle's TCP binds follow
+        http_count = len(target.plan.binds)
+        where = ", ".join(
+            [
+                _where(
+                    master.addresses[:http_count],
+                    bool(target.tls or settings.tls),
+                    target.plan,
+                    http2,
+                ),
+                _where_tcp(master.addresses[http_count:], False),
+            ]
+        )
     log.info(
         "Socketify %s listening on %s (%d workers, master pid %d)",
         __version__,

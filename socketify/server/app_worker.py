@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from socketify.server.schemes import BindPlan
     from socketify.server.service import HttpService
     from socketify.server.tcp_service import TcpService
+    from socketify.tcp.bundle import Bundle
     from socketify.tcp.service import Service
     from workers.supervise.context import WorkerContext
 
@@ -41,9 +42,11 @@ def importing_app() -> bool:
     return _app_import.active
 
 
-def load_app(spec: str) -> Application | Service:
-    """Import `module:attribute` (attribute defaults to `server`): a Server or a tcp.Service."""
+def load_app(spec: str) -> Application | Service | Bundle:
+    """Import `module:attribute` (attribute defaults to `server`): a Server, a tcp.Service,
+    or a tcp.Bundle of both."""
     from socketify.core.application import Application
+    from socketify.tcp.bundle import Bundle
     from socketify.tcp.service import Service
 
     module_name, _, attribute = spec.partition(":")
@@ -63,9 +66,9 @@ def load_app(spec: str) -> Application | Service:
             app = getattr(app, part)
         except AttributeError:
             raise AppLoadError(f"module {module_name!r} has no attribute {attribute!r}") from None
-    if callable(app) and not isinstance(app, Application | Service):
+    if callable(app) and not isinstance(app, Application | Service | Bundle):
         app = app()  # an app factory
-    if not isinstance(app, Application | Service):
+    if not isinstance(app, Application | Service | Bundle):
         raise AppLoadError(
             f"{spec} is a {type(app).__name__}, not a socketify Server or tcp.Service"
         )
@@ -98,8 +101,9 @@ def probe_app(spec: str) -> None:
     """
     import json
 
-    from socketify.core.application import Application
     from socketify.core.tls_options import TlsError
+    from socketify.tcp.bundle import Bundle
+    from socketify.tcp.service import Service
 
     module = spec.partition(":")[0]
     try:
@@ -116,7 +120,8 @@ def probe_app(spec: str) -> None:
         raise SystemExit(PROBE_LOAD_ERROR) from None
     settings = {name: getattr(app.settings, name, False) for name in _PROBED}
     settings["tls"] = app.settings.tls is not None
-    settings["tcp"] = not isinstance(app, Application)
+    settings["tcp"] = isinstance(app, Service)
+    settings["tcp_binds"] = app.tcp_binds if isinstance(app, Bundle) else []
     print(json.dumps(settings))
 
 
@@ -130,23 +135,50 @@ def add_access_log(app: Application, log_format: str) -> None:
     )
 
 
+def tcp_binds(app: Any) -> list[str]:
+    """The binds a tcp.Bundle's TCP services add to the command line's (none otherwise).
+
+    `app` is the loaded app or, when the master did not import it, its probed settings.
+    """
+    return list(getattr(app, "tcp_binds", None) or [])
+
+
 def services_for_target(
-    app: Application | Service,
+    app: Application | Service | Bundle,
     sockets: list[Any],
     *,
     tls: TlsOptions | None,
     plan: BindPlan | None,
     on_request: Any = None,
     http2: bool = True,
-) -> list[HttpService] | list[TcpService]:
-    """What serves `app` on `sockets` in this worker: HTTP services, or one TCP service."""
-    from socketify.core.application import Application
+) -> list[HttpService | TcpService]:
+    """What serves `app` on `sockets` in this worker: HTTP services and TCP services."""
     from socketify.server.schemes import services_for
     from socketify.server.tcp_service import TcpService
+    from socketify.tcp.bundle import Bundle
+    from socketify.tcp.service import Service
 
-    if isinstance(app, Application):
-        return services_for(app, sockets, tls=tls, plan=plan, on_request=on_request, http2=http2)
-    return [TcpService(app, sockets, tls=tls, on_connection=on_request)]
+    if isinstance(app, Service):
+        return [TcpService(app, sockets, tls=tls, on_connection=on_request)]
+    if not isinstance(app, Bundle):
+        return [*services_for(app, sockets, tls=tls, plan=plan, on_request=on_request, http2=http2)]
+    by_service: dict[Service, list[Any]] = {}
+    http_sockets = []
+    for sock in sockets:
+        service = app.service_for(sock.getsockname())
+        if service is None:
+            http_sockets.append(sock)
+        else:
+            by_service.setdefault(service, []).append(sock)
+    services: list[HttpService | TcpService] = [
+        TcpService(service, socks, tls=service.settings.tls)
+        for service, socks in by_service.items()
+    ]
+    if http_sockets:
+        services += services_for(
+            app.http, http_sockets, tls=tls, plan=plan, on_request=on_request, http2=http2
+        )
+    return services
 
 
 class ServeApp:
@@ -160,7 +192,7 @@ class ServeApp:
 
     def __init__(
         self,
-        app: Application | Service | str,
+        app: Application | Service | Bundle | str,
         *,
         tls: TlsOptions | None = None,
         plan: BindPlan | None = None,
@@ -176,11 +208,12 @@ class ServeApp:
     def __call__(self, ctx: WorkerContext) -> None:
         import gevent
 
-        from socketify.core.application import Application
+        from socketify.tcp.bundle import Bundle
+        from socketify.tcp.service import Service
 
         app = load_app(self.app) if isinstance(self.app, str) else self.app
-        if self.access_log_format and isinstance(app, Application):
-            add_access_log(app, self.access_log_format)
+        if self.access_log_format and not isinstance(app, Service):
+            add_access_log(app.http if isinstance(app, Bundle) else app, self.access_log_format)
         tls = self.tls or app.settings.tls
         services = services_for_target(
             app,

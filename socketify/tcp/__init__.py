@@ -16,12 +16,14 @@ graceful stop lets handlers finish for up to `graceful_timeout`.
 
 from __future__ import annotations
 
+from socketify.tcp.bundle import Bundle
 from socketify.tcp.connection import StreamConnection, TlsInfo
 from socketify.tcp.errors import FrameTooLarge, IncompleteRead, LineTooLong, StreamError
 from socketify.tcp.framing import frames, lines, pack_frame
 from socketify.tcp.service import Service, ServiceOptions
 
 __all__ = [
+    "Bundle",
     "FrameTooLarge",
     "IncompleteRead",
     "LineTooLong",
