@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tests.support.pki import Pki, make_pki
+from tests.support.sd_notify import NotifyListener
 from tests.support.serve import Launcher, ServerProcess
 from tests.support.wait import wait_for
 
@@ -238,3 +239,28 @@ def test_an_object_that_is_no_service_is_refused(serve: Launcher) -> None:
     result = run_cli("run", "tests.tcp.services:time", "--workers", "1")
     assert result.returncode == 1
     assert "not a socketify Server or tcp.Service" in result.stderr
+
+
+def test_systemd_hears_ready_and_stopping(serve: Launcher, notify: NotifyListener) -> None:
+    server = serve("examples.tcp_echo:service", workers=2, env={"NOTIFY_SOCKET": notify.path})
+    ready = notify.wait_for("READY")
+    assert ready["MAINPID"] == str(server.pid)
+    with connect(server) as sock:
+        sock.sendall(b"under systemd\n")
+        assert read_line(sock) == b"under systemd\n"
+    server.signal(signal.SIGTERM)
+    notify.wait_for("STOPPING")
+    assert server.wait_exit(10) == 0
+
+
+def test_max_requests_recycles_a_worker_after_that_many_connections(serve: Launcher) -> None:
+    server = serve("examples.tcp_echo:service", args=["--max-requests", "3"])
+    first = set(server.workers())
+    for number in range(4):
+        with connect(server) as sock:
+            sock.sendall(f"{number}\n".encode())
+            assert read_line(sock) == f"{number}\n".encode()
+    wait_for(lambda: set(server.workers()) - first, 15.0, message="a recycled worker")
+    with connect(server) as sock:
+        sock.sendall(b"fresh\n")
+        assert read_line(sock) == b"fresh\n"
