@@ -2,9 +2,9 @@
 
 Theory of operation. As in the HTTP service, each listening socket gets a libev read watcher
 that accepts every pending connection without blocking; each connection gets a greenlet that
-runs the user's handler on a `StreamConnection` over a gevent socket. The socket's timeout is
-the idle timeout, so a read or write that makes no progress for that long raises
-`TimeoutError` in the handler, and the connection is closed when it propagates. At
+runs the user's handler on a `StreamConnection` over a gevent socket. The connection stamps
+each completed read and write; one sweeper greenlet expires connections idle for longer than
+`idle_timeout`, and the read or write their handler waits in raises `IdleTimeout`. At
 `max_connections` the watchers stop and new clients wait in the kernel's backlog.
 `stop(graceful=True)` closes the listeners, lets running handlers finish for up to
 `graceful_timeout`, then closes what is left (a handler blocked in a read gets an error).
@@ -17,6 +17,7 @@ import logging
 import os
 import socket
 import ssl
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,7 @@ __all__ = ["TcpService"]
 log = logging.getLogger("socketify.error")
 
 _ACCEPT_BATCH = 64  # accepts per readiness callback before others get a turn
+SWEEP_INTERVAL = 0.25
 _STOP_JOIN = 1.0  # after closing the leftovers, how long their handlers get to unwind
 
 
@@ -58,6 +60,8 @@ class TcpService:
         self.stopping = False
         # Each connection's greenlet -> its socket (the TLS one once the handshake wraps it).
         self.connections: dict[gevent.Greenlet, Any] = {}
+        self.streams: dict[gevent.Greenlet, StreamConnection] = {}  # those past the handshake
+        self._sweeper: gevent.Greenlet | None = None
         self._connection_done = on_connection
         self._given = list(listeners)
         self._listeners = [
@@ -75,6 +79,8 @@ class TcpService:
         """Begin accepting; returns at once (everything runs in greenlets)."""
         for watcher, sock in zip(self._watchers, self._listeners, strict=True):
             watcher.start(self._accept, sock)
+        if self.options.idle_timeout is not None:
+            self._sweeper = gevent.spawn(self._sweep, self.options.idle_timeout)
 
     # -- accepting ------------------------------------------------------------------------------
 
@@ -116,11 +122,12 @@ class TcpService:
                 )
                 self.connections[greenlet] = sock
                 sock.do_handshake()
+                sock.settimeout(None)
                 tls = TlsInfo.of(sock)
-            sock.settimeout(options.idle_timeout)
             conn = StreamConnection(
                 sock, addr, local=sock.getsockname(), max_line=options.max_line, tls=tls
             )
+            self.streams[greenlet] = conn
             self.service.handler(conn)
         except TimeoutError:
             log.debug("closing idle connection from %r", addr)
@@ -142,6 +149,7 @@ class TcpService:
 
     def _forget(self, greenlet: Any) -> None:
         self.connections.pop(greenlet, None)
+        self.streams.pop(greenlet, None)
         if not self.connections:
             self._drained.set()
         if self._paused and len(self.connections) < self.options.max_connections:
@@ -164,6 +172,14 @@ class TcpService:
         self._paused = False
         for watcher, sock in zip(self._watchers, self._listeners, strict=True):
             watcher.start(self._accept, sock)
+
+    def _sweep(self, idle_timeout: float) -> None:
+        while True:
+            gevent.sleep(SWEEP_INTERVAL)
+            stale = time.monotonic() - idle_timeout
+            for conn in list(self.streams.values()):
+                if conn.last_active < stale:
+                    conn.expire()
 
     # -- stopping -------------------------------------------------------------------------------
 
@@ -191,3 +207,5 @@ class TcpService:
         greenlets = [greenlet for greenlet, _ in left]
         gevent.joinall(greenlets, timeout=_STOP_JOIN)
         gevent.killall([greenlet for greenlet in greenlets if not greenlet.dead], block=False)
+        if self._sweeper is not None:
+            self._sweeper.kill(block=False)

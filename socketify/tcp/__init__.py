@@ -18,13 +18,20 @@ from __future__ import annotations
 
 from socketify.tcp.bundle import Bundle
 from socketify.tcp.connection import StreamConnection, TlsInfo
-from socketify.tcp.errors import FrameTooLarge, IncompleteRead, LineTooLong, StreamError
+from socketify.tcp.errors import (
+    FrameTooLarge,
+    IdleTimeout,
+    IncompleteRead,
+    LineTooLong,
+    StreamError,
+)
 from socketify.tcp.framing import frames, lines, pack_frame
 from socketify.tcp.service import Service, ServiceOptions
 
 __all__ = [
     "Bundle",
     "FrameTooLarge",
+    "IdleTimeout",
     "IncompleteRead",
     "LineTooLong",
     "Service",

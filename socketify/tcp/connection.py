@@ -1,17 +1,23 @@
 """`StreamConnection`: blocking-style reads and writes on one accepted stream socket.
 
 It only calls the socket's `recv`, `sendall` and `close`, so it works on any socket object: a
-gevent socket in a worker (where "blocking" yields to the hub, and the socket's timeout is the
-idle timeout), or a plain blocking socket in a test. Bytes read ahead by `readline` or
-`recv_exactly` wait in a private buffer that every read drains first.
+gevent socket in a worker (where "blocking" yields to the hub), or a plain blocking socket in
+a test. Bytes read ahead by `readline` or `recv_exactly` wait in a private buffer that every
+read drains first.
+
+Idle time is tracked, not timed: every read or write that completes stamps `last_active`, and
+the server's sweeper calls `expire()` on a connection idle for too long. That closes the
+socket, and the read or write the handler is blocked in raises `IdleTimeout`.
+PERF: a socket timeout would start and stop a libev timer around every wait instead.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
-from socketify.tcp.errors import IncompleteRead, LineTooLong
+from socketify.tcp.errors import IdleTimeout, IncompleteRead, LineTooLong
 
 __all__ = ["StreamConnection", "TlsInfo"]
 
@@ -42,7 +48,17 @@ class TlsInfo:
 class StreamConnection:
     """One client's byte stream, as a service handler sees it."""
 
-    __slots__ = ("_buffer", "_sock", "closed", "local", "max_line", "peer", "tls")
+    __slots__ = (
+        "_buffer",
+        "_sock",
+        "closed",
+        "expired",
+        "last_active",
+        "local",
+        "max_line",
+        "peer",
+        "tls",
+    )
 
     def __init__(
         self,
@@ -60,6 +76,8 @@ class StreamConnection:
         self.max_line = max_line  # readline's default bound, from the service's options
         self.tls = tls  # None on a plain connection
         self.closed = False
+        self.expired = False  # closed by the server for idling
+        self.last_active = time.monotonic()  # when a read or write last completed
 
     def __repr__(self) -> str:
         return f"<StreamConnection peer={self.peer!r}{' tls' if self.tls else ''}>"
@@ -73,14 +91,13 @@ class StreamConnection:
             ahead = bytes(buffer[:max_bytes])
             del buffer[:max_bytes]
             return ahead
-        data: bytes = self._sock.recv(max_bytes)
-        return data
+        return self._read(max_bytes)
 
     def recv_exactly(self, size: int) -> bytes:
         """Exactly `size` bytes; `IncompleteRead` if the peer closes first."""
         buffer = self._buffer
         while len(buffer) < size:
-            data = self._sock.recv(max(RECV_SIZE, size - len(buffer)))
+            data = self._read(max(RECV_SIZE, size - len(buffer)))
             if not data:
                 partial = bytes(buffer)
                 buffer.clear()
@@ -110,7 +127,7 @@ class StreamConnection:
             if len(buffer) >= limit:
                 raise LineTooLong(limit)
             searched = len(buffer)
-            data = self._sock.recv(RECV_SIZE)
+            data = self._read(RECV_SIZE)
             if not data:
                 line = bytes(buffer)
                 buffer.clear()
@@ -122,14 +139,36 @@ class StreamConnection:
                     return data
             buffer += data
 
+    def _read(self, size: int) -> bytes:
+        try:
+            data: bytes = self._sock.recv(size)
+        except OSError:
+            if self.expired:
+                raise IdleTimeout from None
+            raise
+        self.last_active = time.monotonic()
+        return data
+
     # -- writing ------------------------------------------------------------------------------
 
     def send(self, data: bytes | bytearray | memoryview) -> None:
         """Send all of `data`, waiting while the peer is slow to read."""
-        self._sock.sendall(data)
+        try:
+            self._sock.sendall(data)
+        except OSError:
+            if self.expired:
+                raise IdleTimeout from None
+            raise
+        self.last_active = time.monotonic()
 
     def close(self) -> None:
         """Close the connection (again is fine)."""
         if not self.closed:
             self.closed = True
             self._sock.close()
+
+    def expire(self) -> None:
+        """Close an idle connection: the read or write its handler waits in raises IdleTimeout."""
+        if not self.closed:
+            self.expired = True
+            self.close()

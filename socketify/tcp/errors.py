@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["FrameTooLarge", "IncompleteRead", "LineTooLong", "StreamError"]
+__all__ = ["FrameTooLarge", "IdleTimeout", "IncompleteRead", "LineTooLong", "StreamError"]
 
 
 class StreamError(Exception):
@@ -37,3 +37,10 @@ class IncompleteRead(StreamError, EOFError):
         super().__init__(f"connection closed after {len(partial)} of {expected} bytes")
         self.partial = partial
         self.expected = expected
+
+
+class IdleTimeout(TimeoutError):
+    """The connection saw no completed read or write for the service's `idle_timeout`."""
+
+    def __init__(self) -> None:
+        super().__init__("connection idle for too long")
