@@ -12,6 +12,8 @@ its own greenlet: one that stops reading is dropped instead of holding everyone 
 
     socketify run examples.tcp_chat:site --bind 127.0.0.1:8080    # chat on 127.0.0.1:7001
     curl 127.0.0.1:8080/                                           # how to join
+
+Guide: docs/guide/tcp.md.
 """
 
 from __future__ import annotations

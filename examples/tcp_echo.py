@@ -5,6 +5,8 @@
 
 A line over 1 KiB gets an error line and the connection closes; one silent for a minute is
 closed too. `--certfile`/`--keyfile` serve it over TLS (`openssl s_client -connect ...`).
+
+Guide: docs/guide/tcp.md.
 """
 
 from __future__ import annotations
