@@ -233,7 +233,7 @@ def test_mutual_tls_hands_the_client_certificate_to_the_handler(serve: Launcher,
         raise ConnectionError("closed without an alert")  # also a refusal
 
 
-def test_an_object_that_is_no_service_is_refused(serve: Launcher) -> None:
+def test_an_object_that_is_no_service_is_refused() -> None:
     from tests.support.serve import run_cli
 
     result = run_cli("run", "tests.tcp.services:time", "--workers", "1")
