@@ -129,12 +129,12 @@ class TcpService:
             )
             self.streams[greenlet] = conn
             self.service.handler(conn)
-        except TimeoutError:
-            log.debug("closing idle connection from %r", addr)
+        except TimeoutError:  # idle, or a TLS handshake that did not finish in time
+            log.debug("closing connection from %r: timed out", addr)
         except StreamError as exc:
             log.info("closing connection from %r: %s", addr, exc)
         except ssl.SSLError as exc:
-            log.info("TLS handshake with %r failed: %s", addr, exc)
+            log.info("TLS failed on a connection from %r: %s", addr, exc)
         except OSError as exc:
             if not (self.stopping or isinstance(exc, ConnectionError)):
                 log.info("connection from %r failed: %s", addr, exc)
