@@ -25,8 +25,10 @@ from socketify import __version__
 log = logging.getLogger("socketify.master")
 
 USAGE = """\
-usage: socketify run APP [options]         serve APP (module:attribute, default attribute: server;
-                                           a Socketify Server, or a WSGI app: Flask, Django...)
+usage: socketify run APP [options]         serve APP (module:attribute, default attribute: server):
+                                           a Socketify Server, a WSGI app (Flask, Django...),
+                                           a socketify.tcp.Service (raw TCP), or a tcp.Bundle
+                                           of a Server and TCP services (on their own binds)
        socketify db migrate|rollback [N]|status|new NAME --app APP
        socketify --run-http DIR [--host H] [--port P] [--index NAME]
        socketify --version | --info | --help
@@ -198,6 +200,7 @@ def run(options: argparse.Namespace) -> int:
         WsgiOptions,
         add_access_log,
         load_app,
+        tcp_binds,
     )
     from socketify.server.schemes import BindPlan, SchemeError
     from workers.supervise.sockets import BindError
@@ -248,11 +251,13 @@ def run(options: argparse.Namespace) -> int:
         return 1
     except SchemeError as exc:
         raise UsageError(str(exc)) from None
+    # A tcp.Bundle's TCP services bring their own binds beside the command line's.
+    binds = [*plan.binds, *tcp_binds(app if app is not None else settings)]
     if options.workers == 0:
         if options.access_log_format:
-            add_access_log(target.app, options.access_log_format)
-        return _run_in_process(target.app, list(plan.binds), target.tls, plan, target.http2)
-    return _run_master(options, target, settings, list(plan.binds))
+            add_access_log(getattr(target.app, "http", target.app), options.access_log_format)
+        return _run_in_process(target.app, binds, target.tls, plan, target.http2)
+    return _run_master(options, target, settings, binds)
 
 
 def _tls_options(options: argparse.Namespace) -> Any:
@@ -326,6 +331,7 @@ def _check_importable(spec: str) -> None:
 
 
 def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: list[str]) -> int:
+    from socketify.server.app_worker import serves_tcp
     from workers.supervise.config import MasterConfig
     from workers.supervise.master import BootError, Master
     from workers.supervise.sockets import BindError
@@ -355,8 +361,23 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
     except BootError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    http2 = target.http2 and settings.http2
+    http2 = target.http2 and getattr(settings, "http2", False)
     where = _where(master.addresses, bool(target.tls or settings.tls), target.plan, http2)
+    if serves_tcp(settings):
+        where = _where_tcp(master.addresses, bool(target.tls or settings.tls))
+    elif len(master.addresses) > len(target.plan.binds):  # a tcp.Bundle's TCP binds follow
+        http_count = len(target.plan.binds)
+        where = ", ".join(
+            [
+                _where(
+                    master.addresses[:http_count],
+                    bool(target.tls or settings.tls),
+                    target.plan,
+                    http2,
+                ),
+                _where_tcp(master.addresses[http_count:], False),
+            ]
+        )
     log.info(
         "Socketify %s listening on %s (%d workers, master pid %d)",
         __version__,
@@ -378,9 +399,16 @@ def _run_in_process(
     except BindError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    from socketify.server.app_worker import serves_tcp
+
     where = _where(
-        runner.addresses, bool(tls or app.settings.tls), plan, http2 and app.settings.http2
+        runner.addresses,
+        bool(tls or app.settings.tls),
+        plan,
+        http2 and getattr(app.settings, "http2", False),
     )
+    if serves_tcp(app.settings):
+        where = _where_tcp(runner.addresses, bool(tls or app.settings.tls))
     log.info("Socketify %s listening on %s (in-process, pid %d)", __version__, where, os.getpid())
     return runner.wait()
 
@@ -404,6 +432,15 @@ def _where(addresses: list[Any], tls: bool, plan: Any, http2: bool = False) -> s
     return ", ".join(
         f"{_url(format_address(address), scheme(address))} {protocols(scheme(address))}"
         for address in addresses
+    )
+
+
+def _where_tcp(addresses: list[Any], tls: bool) -> str:
+    """The bound addresses of a TCP service: `tcp://127.0.0.1:7000` (`tls://` with TLS)."""
+    from workers.supervise.sockets import format_address
+
+    return ", ".join(
+        _url(format_address(address), "tls" if tls else "tcp") for address in addresses
     )
 
 

@@ -15,11 +15,15 @@ if TYPE_CHECKING:
     from socketify.core.application import Application
     from socketify.core.tls_options import TlsOptions
     from socketify.server.schemes import BindPlan
+    from socketify.server.service import HttpService
+    from socketify.server.tcp_service import TcpService
+    from socketify.tcp.bundle import Bundle
+    from socketify.tcp.service import Service
     from workers.supervise.context import WorkerContext
 
 
 class AppLoadError(Exception):
-    """The APP argument names neither a Server nor a WSGI application."""
+    """The APP argument names neither a Server, a WSGI application nor a TCP service."""
 
 
 class _AppImport:
@@ -49,17 +53,21 @@ class WsgiOptions:
     trust_proxy: bool = False
 
 
-def load_app(spec: str, wsgi: WsgiOptions | None = None) -> Application:
-    """Import `module:attribute` (attribute defaults to `server`) and return the Server.
+def load_app(spec: str, wsgi: WsgiOptions | None = None) -> Application | Service | Bundle:
+    """Import `module:attribute` (attribute defaults to `server`): a Server, a tcp.Service,
+    or a tcp.Bundle of both.
 
     A WSGI application (detected by its `(environ, start_response)` signature, or any
     callable with `--wsgi`) is served at "/" by a Server of its own; a callable taking no
-    arguments is a factory of either.
+    arguments is a factory of any of them.
     """
     from socketify.core.application import Application
+    from socketify.tcp.bundle import Bundle
+    from socketify.tcp.service import Service
     from socketify.wsgi import looks_like_wsgi
 
     wsgi = wsgi or WsgiOptions()
+    served = (Application, Service, Bundle)
 
     module_name, _, attribute = spec.partition(":")
     attribute = attribute or "server"
@@ -78,18 +86,19 @@ def load_app(spec: str, wsgi: WsgiOptions | None = None) -> Application:
             app = getattr(app, part)
         except AttributeError:
             raise AppLoadError(f"module {module_name!r} has no attribute {attribute!r}") from None
-    if isinstance(app, Application):
+    if isinstance(app, served):
         return app
     if looks_like_wsgi(app) or (wsgi.forced and callable(app)):
         return _wsgi_server(app, wsgi)
     if callable(app):
         app = app()  # an app factory
-    if isinstance(app, Application):
+    if isinstance(app, served):
         return app
     if looks_like_wsgi(app) or (wsgi.forced and callable(app)):
         return _wsgi_server(app, wsgi)
     raise AppLoadError(
-        f"{spec} is a {type(app).__name__}, neither a socketify Server nor a WSGI application"
+        f"{spec} is a {type(app).__name__}, neither a socketify Server, a WSGI application"
+        " nor a tcp.Service"
     )
 
 
@@ -101,6 +110,11 @@ def _wsgi_server(app: Any, wsgi: WsgiOptions) -> Application:
     server = Application(trust_proxy=wsgi.trust_proxy, compression=False)
     server.any("/*wsgi_path", WsgiHandler(app, "", wsgi.root_path))
     return server
+
+
+def serves_tcp(settings: Any) -> bool:
+    """Whether an app's settings (or what `probe_app` printed of them) are a TCP service's."""
+    return bool(getattr(settings, "tcp", False))
 
 
 PROBE_LOAD_ERROR = 4  # exit status of `probe_app` for an APP that names no Server
@@ -125,6 +139,8 @@ def probe_app(spec: str, wsgi: WsgiOptions | None = None) -> None:
     import json
 
     from socketify.core.tls_options import TlsError
+    from socketify.tcp.bundle import Bundle
+    from socketify.tcp.service import Service
 
     module = spec.partition(":")[0]
     try:
@@ -139,8 +155,10 @@ def probe_app(spec: str, wsgi: WsgiOptions | None = None) -> None:
     except (AppLoadError, TlsError) as exc:
         print(json.dumps({"error": str(exc)}))
         raise SystemExit(PROBE_LOAD_ERROR) from None
-    settings = {name: getattr(app.settings, name) for name in _PROBED}
+    settings = {name: getattr(app.settings, name, False) for name in _PROBED}
     settings["tls"] = app.settings.tls is not None
+    settings["tcp"] = isinstance(app, Service)
+    settings["tcp_binds"] = app.tcp_binds if isinstance(app, Bundle) else []
     print(json.dumps(settings))
 
 
@@ -154,6 +172,52 @@ def add_access_log(app: Application, log_format: str) -> None:
     )
 
 
+def tcp_binds(app: Any) -> list[str]:
+    """The binds a tcp.Bundle's TCP services add to the command line's (none otherwise).
+
+    `app` is the loaded app or, when the master did not import it, its probed settings.
+    """
+    return list(getattr(app, "tcp_binds", None) or [])
+
+
+def services_for_target(
+    app: Application | Service | Bundle,
+    sockets: list[Any],
+    *,
+    tls: TlsOptions | None,
+    plan: BindPlan | None,
+    on_request: Any = None,
+    http2: bool = True,
+) -> list[HttpService | TcpService]:
+    """What serves `app` on `sockets` in this worker: HTTP services and TCP services."""
+    from socketify.server.schemes import services_for
+    from socketify.server.tcp_service import TcpService
+    from socketify.tcp.bundle import Bundle
+    from socketify.tcp.service import Service
+
+    if isinstance(app, Service):
+        return [TcpService(app, sockets, tls=tls, on_connection=on_request)]
+    if not isinstance(app, Bundle):
+        return [*services_for(app, sockets, tls=tls, plan=plan, on_request=on_request, http2=http2)]
+    by_service: dict[Service, list[Any]] = {}
+    http_sockets = []
+    for sock in sockets:
+        service = app.service_for(sock.getsockname())
+        if service is None:
+            http_sockets.append(sock)
+        else:
+            by_service.setdefault(service, []).append(sock)
+    services: list[HttpService | TcpService] = [
+        TcpService(service, socks, tls=service.settings.tls)
+        for service, socks in by_service.items()
+    ]
+    if http_sockets:
+        services += services_for(
+            app.http, http_sockets, tls=tls, plan=plan, on_request=on_request, http2=http2
+        )
+    return services
+
+
 class ServeApp:
     """The workers' target: `ServeApp(app_or_spec)(ctx)` serves until the master stops us.
 
@@ -165,7 +229,7 @@ class ServeApp:
 
     def __init__(
         self,
-        app: Application | str,
+        app: Application | Service | Bundle | str,
         *,
         tls: TlsOptions | None = None,
         plan: BindPlan | None = None,
@@ -183,13 +247,14 @@ class ServeApp:
     def __call__(self, ctx: WorkerContext) -> None:
         import gevent
 
-        from socketify.server.schemes import services_for
+        from socketify.tcp.bundle import Bundle
+        from socketify.tcp.service import Service
 
         app = load_app(self.app, self.wsgi) if isinstance(self.app, str) else self.app
-        if self.access_log_format:
-            add_access_log(app, self.access_log_format)
+        if self.access_log_format and not isinstance(app, Service):
+            add_access_log(app.http if isinstance(app, Bundle) else app, self.access_log_format)
         tls = self.tls or app.settings.tls
-        services = services_for(
+        services = services_for_target(
             app,
             ctx.sockets,
             tls=tls,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from socketify.core.application import Application
     from socketify.server.schemes import BindPlan
+    from socketify.tcp.service import Service
 
 
 class MasterRunner:
@@ -57,7 +58,7 @@ class InProcessRunner:
 
     def __init__(
         self,
-        app: Application,
+        app: Application | Service,
         binds: list[str],
         *,
         tls: Any = None,
@@ -70,13 +71,13 @@ class InProcessRunner:
         import gevent
         import gevent.event
 
-        from socketify.server.schemes import services_for
+        from socketify.server.app_worker import services_for_target
         from workers.supervise.listeners import Listeners
 
         self._listeners = Listeners(binds, slots=1, backlog=app.settings.backlog)
         self.addresses = self._listeners.addresses
         sockets = self._listeners.sockets_for(0)
-        self.services = services_for(
+        self.services: list[Any] = services_for_target(
             app, sockets, tls=tls or app.settings.tls, plan=plan, http2=http2
         )
         for service in self.services:
