@@ -7,6 +7,8 @@ The settings (`examples.ripple.settings`) are checked here, so a missing certifi
 clear line and exit status 2 before anything starts; then they go into the environment the
 workers inherit, and the real command line takes over: a master and `--workers` workers on
 `--host:--port`, HTTPS with HTTP/2 by ALPN, WSS on `/pulse`.
+
+Guide: docs/guide/https.md, docs/guide/deployment.md.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ message, a read mark, typing) is told to its members' open pages through `live.t
     POST /api/chats/:id/read {message_id}  204
     POST /api/upload (raw bytes)           201 {url, name, mime, size}
     GET  /uploads/:name                    the file
+
+Guide: docs/guide/request-response.md, docs/guide/database.md.
 """
 
 from __future__ import annotations

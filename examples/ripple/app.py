@@ -17,6 +17,8 @@ REST routes), `live` (the `/pulse` WebSocket: pulse.easy events and pulse.media 
 on a hub that spans the workers), `uploads`, and the page in `public/` (JavaScript modules,
 nothing to build). Sessions live in the store every worker shares, so a user signed in on
 one worker is signed in on all of them.
+
+Guide: docs/guide/websocket.md, docs/guide/https.md.
 """
 
 from __future__ import annotations

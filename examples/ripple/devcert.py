@@ -7,6 +7,8 @@ The certificate names localhost, 127.0.0.1 and ::1 (plus any `--name`), uses an 
 key and lasts 30 days: long enough to develop with, short enough that nobody ships it. A
 browser warns about it until it is trusted (or, in tests, told to ignore the warning). The
 key is written readable by its owner only.
+
+Guide: docs/guide/https.md.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ callee with the accept, and every voice frame (the `PM` format of `pulse.media`)
 sends there is relayed, bytes unchanged, to the others. Leaving the page ends the call for
 the one who left. Besides the room, the server only remembers which call each connection is
 in; who may call whom is the chat's membership.
+
+Guide: docs/guide/websocket.md.
 """
 
 from __future__ import annotations

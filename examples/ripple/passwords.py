@@ -5,6 +5,8 @@
 
 The cost parameters travel with each hash, so raising them later leaves old hashes readable.
 The comparison takes the same time however many bytes match.
+
+Guide: docs/guide/sessions.md.
 """
 
 from __future__ import annotations

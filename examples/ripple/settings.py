@@ -4,6 +4,8 @@ Every flag has a `RIPPLE_*` variable of the same name (`--cert` is `RIPPLE_CERT`
 through `socketify.config.Config.load()`, so a `.env` file in the working directory can hold
 them. The launcher (`python -m examples.ripple`) puts what it settled on into the environment
 of the server it starts, where every worker reads it again with `from_environment()`.
+
+Guide: docs/guide/deployment.md.
 """
 
 from __future__ import annotations

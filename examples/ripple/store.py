@@ -9,6 +9,8 @@ people opening a chat with each other at the same moment on different workers me
 chat (the second insert is a unique-key conflict, and `open_direct` then reads the first).
 Read receipts are one number per member, the id of the newest message they have seen:
 unread counts and "read by" marks are both derived from it.
+
+Guide: docs/guide/database.md.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ types become `.bin`, served as a download), so a name can neither be guessed nor
 folder, and what the browser is told the file is never comes from the uploader's file name.
 A message refers to an upload by its URL; `checked_file` accepts only URLs of files that
 exist here, and reads their type and size from the stored file rather than from the client.
+
+Guide: docs/guide/bodies.md.
 """
 
 from __future__ import annotations

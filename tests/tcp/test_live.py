@@ -238,7 +238,7 @@ def test_an_object_that_is_no_service_is_refused() -> None:
 
     result = run_cli("run", "tests.tcp.services:time", "--workers", "1")
     assert result.returncode == 1
-    assert "not a socketify Server or tcp.Service" in result.stderr
+    assert "neither a socketify Server, a WSGI application nor a tcp.Service" in result.stderr
 
 
 def test_systemd_hears_ready_and_stopping(serve: Launcher, notify: NotifyListener) -> None:

@@ -131,7 +131,11 @@ def test_wsgi_flag_serves_an_app_whose_signature_says_nothing(
 @pytest.mark.parametrize(
     ("target", "extra", "message"),
     [
-        ("legacy_app:not_an_app", (), "is a int, neither a socketify Server nor a WSGI app"),
+        (
+            "legacy_app:not_an_app",
+            (),
+            "is a int, neither a socketify Server, a WSGI application nor a tcp.Service",
+        ),
         ("legacy_app:missing", (), "has no attribute 'missing'"),
         ("legacy_app:app", ("--root-path", "r"), "--root-path must start with '/'"),
     ],
