@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from socketify.core.application import Application
     from socketify.core.tls_options import TlsOptions
+    from socketify.server.proxy_intake import ProxyIntake
     from socketify.server.schemes import BindPlan
     from workers.supervise.context import WorkerContext
 
@@ -123,7 +124,9 @@ class ServeApp:
     `tls` (TlsOptions from the command line) overrides the app's own `tls` setting; `plan`
     says which binds serve plain HTTP beside it (`--bind http://...`, see server.schemes);
     `access_log_format` ("dev", "common" or "json") logs every request from the command line;
-    `http2=False` turns HTTP/2 off (`--no-http2`).
+    `http2=False` turns HTTP/2 off (`--no-http2`); `proxy_protocol=True` makes every bind
+    expect a PROXY protocol header (`--proxy-protocol`), from the networks in `proxy_allow`
+    (`--proxy-allow`, else the app's own `proxy_allow`).
     """
 
     def __init__(
@@ -134,12 +137,26 @@ class ServeApp:
         plan: BindPlan | None = None,
         access_log_format: str | None = None,
         http2: bool = True,
+        proxy_protocol: bool = False,
+        proxy_allow: tuple[str, ...] | None = None,
     ) -> None:
         self.app = app
         self.tls = tls
         self.plan = plan
         self.access_log_format = access_log_format
         self.http2 = http2
+        self.proxy_protocol = proxy_protocol
+        self.proxy_allow = proxy_allow
+
+    def proxy_for(self, app: Application) -> ProxyIntake | None:
+        """The PROXY protocol settings: the command line's over the app's own options."""
+        from socketify.server.proxy_intake import ProxyIntake
+
+        settings = app.settings
+        return ProxyIntake.build(
+            True if self.proxy_protocol else settings.proxy_protocol,
+            self.proxy_allow if self.proxy_allow is not None else settings.proxy_allow,
+        )
 
     def __call__(self, ctx: WorkerContext) -> None:
         import gevent
@@ -157,6 +174,7 @@ class ServeApp:
             plan=self.plan,
             on_request=ctx.request_done,
             http2=self.http2,
+            proxy=self.proxy_for(app),
         )
         for service in services:
             service.start()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from socketify.core.application import Application
+    from socketify.server.proxy_intake import ProxyIntake
     from socketify.server.schemes import BindPlan
 
 
@@ -63,6 +64,7 @@ class InProcessRunner:
         tls: Any = None,
         plan: BindPlan | None = None,
         http2: bool = True,
+        proxy: ProxyIntake | None = None,
     ) -> None:
         from gevent import monkey
 
@@ -70,14 +72,18 @@ class InProcessRunner:
         import gevent
         import gevent.event
 
+        from socketify.server.proxy_intake import ProxyIntake
         from socketify.server.schemes import services_for
         from workers.supervise.listeners import Listeners
 
         self._listeners = Listeners(binds, slots=1, backlog=app.settings.backlog)
         self.addresses = self._listeners.addresses
         sockets = self._listeners.sockets_for(0)
+        settings = app.settings
+        if proxy is None:
+            proxy = ProxyIntake.build(settings.proxy_protocol, settings.proxy_allow)
         self.services = services_for(
-            app, sockets, tls=tls or app.settings.tls, plan=plan, http2=http2
+            app, sockets, tls=tls or settings.tls, plan=plan, http2=http2, proxy=proxy
         )
         for service in self.services:
             service.start()
