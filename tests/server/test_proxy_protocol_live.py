@@ -12,6 +12,7 @@ import json
 import socket
 import ssl
 import struct
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -257,3 +258,22 @@ def test_bad_proxy_allow_is_a_usage_error() -> None:
     result = run_cli("run", f"{APP}:server", "--proxy-allow", "10.0.0.0/33")
     assert result.returncode == 2
     assert "--proxy-allow" in result.stderr and "10.0.0.0/33" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("frontend", "scheme", "flags"),
+    [("v2", "http", ["--http2-prior-knowledge"]), ("passthrough", "https", ["--http2"])],
+)
+def test_http2_after_the_header_h2c_and_h2_by_alpn(
+    setup: Setup, pki: Pki, frontend: str, scheme: str, flags: list[str]
+) -> None:
+    url = f"{scheme}://localhost:{setup.haproxy[frontend]}/who"
+    result = subprocess.run(
+        ["curl", "-sS", "--cacert", pki.ca, "--interface", CLIENT, "-w", "\\n%{http_version}",
+         *flags, url],
+        capture_output=True, text=True, timeout=20, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    body, _, version = result.stdout.rpartition("\n")
+    assert version == "2"
+    assert json.loads(body)["remote_addr"] == CLIENT
