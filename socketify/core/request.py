@@ -68,6 +68,7 @@ class Request:
         "method",
         "proxy_header",
         "remote_addr",
+        "server_name",
         "started_ns",
         "trust_proxy",
     )
@@ -98,6 +99,8 @@ class Request:
         # The PROXY protocol header of a load balancer in front (its `source` is already
         # `remote_addr`; `alpn`, `authority`, `unique_id`, `tls` and `tlv(type)` read the rest).
         self.proxy_header: ProxyHeader | None = None
+        # The host name the client asked for in TLS (SNI), or the one the proxy in front saw.
+        self.server_name: str | None = None
         self._headers: Headers | None = None  # the mapping, built on first use
         # Fields middleware set on this request ({lower-case name: value, or None: removed});
         # the head stays as the client sent it.

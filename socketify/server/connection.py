@@ -89,6 +89,7 @@ class Connection:
         "proxy",
         "proxy_header",
         "scheme",
+        "server_name",
         "service",
         "sock",
         "tls",
@@ -129,6 +130,7 @@ class Connection:
         # The PROXY header the load balancer sent, and the scheme the client used at it.
         self.proxy_header: ProxyHeader | None = None
         self.origin_scheme = self.scheme
+        self.server_name: str | None = None  # the host the client named in TLS (SNI)
         self.peer_cert: dict[str, Any] | None = None
         self._body_time = 0.0  # seconds left of the current body's deadline
         self.http2: Any = None  # the Http2Session this connection was handed to, if any
@@ -201,6 +203,7 @@ class Connection:
         self.proxy_header = header
         if header.source is not None:
             self.addr = "unix" if header.family == "UNIX" else header.source[0]
+        self.server_name = header.authority  # the SNI name the proxy saw, if it says
         tls_info = header.tls
         if tls_info is not None and tls_info.client_ssl:
             self.origin_scheme = "https"  # the proxy ended the client's TLS
@@ -218,6 +221,7 @@ class Connection:
                 return False  # a failed handshake costs nothing else: no answer, no log noise
             if step == 0:
                 self.peer_cert = sock.peer_certificate()
+                self.server_name = sock.server_name or self.server_name
                 return True
             if step == 1:
                 self.wait_readable()
@@ -389,6 +393,7 @@ class Connection:
             self.origin_scheme,
             self.peer_cert,
             self.proxy_header,
+            self.server_name,
         )
         if body is not None:
             self._body_time = opts.body_timeout

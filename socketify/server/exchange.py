@@ -51,6 +51,7 @@ def request_for(
     scheme: str = "http",
     client_cert: dict[str, Any] | None = None,
     proxy_header: ProxyHeader | None = None,
+    server_name: str | None = None,
 ) -> tuple[Request, RequestBody | None]:
     """The request for `head` and its unread body (None when it has none)."""
     if head.chunked or head.content_length:
@@ -64,6 +65,8 @@ def request_for(
         req.client_cert = client_cert
     if proxy_header is not None:
         req.proxy_header = proxy_header
+    if server_name is not None:
+        req.server_name = server_name
     return req, body
 
 

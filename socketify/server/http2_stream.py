@@ -149,6 +149,7 @@ class Stream:
                 req.client_cert = conn.peer_cert
             if conn.proxy_header is not None:
                 req.proxy_header = conn.proxy_header
+            req.server_name = conn.server_name
             res = Response(req)
             try:
                 if opts.request_timeout:

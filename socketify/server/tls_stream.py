@@ -135,6 +135,12 @@ class TlsStream:
         return self._obj.getpeercert() or None
 
     @property
+    def server_name(self) -> str | None:
+        """The SNI name the client sent, once the handshake is done (None without one)."""
+        name = getattr(self._obj, "server_name", None)
+        return name if isinstance(name, str) else None
+
+    @property
     def alpn_protocol(self) -> str | None:
         """The negotiated ALPN protocol, if any."""
         return self._obj.selected_alpn_protocol()
