@@ -225,6 +225,8 @@ def run(options: argparse.Namespace) -> int:
         tls = tls or (app.settings.tls if app is not None else None)
         if tls is not None:
             tls.build_context()  # fail here, in one line, rather than in every worker
+        if app is not None:
+            target.proxy_for(app)  # the same for the binds listed in proxy_protocol
     except (AppLoadError, ModuleNotFoundError) as exc:
         print(f"error: cannot load app {options.app!r}: {exc}", file=sys.stderr)
         return 1

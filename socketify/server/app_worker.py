@@ -89,18 +89,21 @@ def probe_app(spec: str) -> None:
     import json
 
     from socketify.core.tls_options import TlsError
+    from socketify.server.proxy_intake import ProxyIntake
+    from workers.supervise.sockets import BindError
 
     module = spec.partition(":")[0]
     try:
         app = load_app(spec)
         if app.settings.tls is not None:
             app.settings.tls.build_context()
+        ProxyIntake.build(app.settings.proxy_protocol, app.settings.proxy_allow)
     except ModuleNotFoundError as exc:
         if not exc.name or not (module == exc.name or module.startswith(exc.name + ".")):
             raise  # a module the app imports is missing: the traceback says where
         print(json.dumps({"error": str(exc)}))
         raise SystemExit(PROBE_LOAD_ERROR) from None
-    except (AppLoadError, TlsError) as exc:
+    except (AppLoadError, TlsError, BindError) as exc:
         print(json.dumps({"error": str(exc)}))
         raise SystemExit(PROBE_LOAD_ERROR) from None
     settings = {name: getattr(app.settings, name) for name in _PROBED}

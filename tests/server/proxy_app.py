@@ -44,3 +44,4 @@ def _server(**options: object) -> Server:
 
 server = _server()
 per_bind = _server(proxy_protocol=[os.environ.get("PROXY_BIND", "127.0.0.1:1")])
+misconfigured = _server(proxy_protocol=["127.0.0.1:notaport"])

@@ -277,3 +277,10 @@ def test_http2_after_the_header_h2c_and_h2_by_alpn(
     body, _, version = result.stdout.rpartition("\n")
     assert version == "2"
     assert json.loads(body)["remote_addr"] == CLIENT
+
+
+def test_a_malformed_bind_in_proxy_protocol_fails_at_start_in_one_line() -> None:
+    result = run_cli("run", f"{APP}:misconfigured", "--bind", f"127.0.0.1:{free_port()}")
+    assert result.returncode == 1
+    assert "invalid bind '127.0.0.1:notaport'" in result.stderr
+    assert "Traceback" not in result.stderr
