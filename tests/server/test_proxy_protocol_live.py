@@ -7,6 +7,7 @@ the app and the access log report tells the header's client from the proxy's own
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -284,3 +285,31 @@ def test_a_malformed_bind_in_proxy_protocol_fails_at_start_in_one_line() -> None
     assert result.returncode == 1
     assert "invalid bind '127.0.0.1:notaport'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_tls_client_hello_in_the_same_packet_as_the_header(setup: Setup, pki: Pki) -> None:
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = client_context(pki).wrap_bio(incoming, outgoing, server_hostname="localhost")
+    with socket.create_connection(("127.0.0.1", setup.https_port), timeout=10) as sock:
+        with pytest.raises(ssl.SSLWantReadError):
+            tls.do_handshake()
+        sock.sendall(v1("203.0.113.9") + outgoing.read())  # one write: header + ClientHello
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                sock.sendall(outgoing.read())
+                data = sock.recv(65536)
+                assert data, "the server closed during the handshake"
+                incoming.write(data)
+        tls.write(LAST_REQUEST)
+        sock.sendall(outgoing.read())
+        plain = b""
+        while chunk := sock.recv(65536):
+            incoming.write(chunk)
+            with contextlib.suppress(ssl.SSLWantReadError, ssl.SSLZeroReturnError):
+                while piece := tls.read(65536):
+                    plain += piece
+    (body,) = bodies(plain)
+    assert body["remote_addr"] == "203.0.113.9" and body["scheme"] == "https"
