@@ -42,7 +42,7 @@ def haproxy_config(frontends: dict[int, tuple[int, str]]) -> str:
     lines = [
         "global",
         "    nbthread 1",
-        "    maxconn 10000",
+        "    maxconn 4096",
         "defaults",
         "    mode tcp",
         "    timeout connect 5s",
