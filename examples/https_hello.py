@@ -16,6 +16,8 @@ falling back to plain HTTP. `--certfile/--keyfile` on the command line work as w
 
 `secure` is what the connection really is (`req.scheme`), not a constant: behind a TLS
 terminating proxy, set `trust_proxy` and the proxy's `X-Forwarded-Proto` decides.
+
+Guide: docs/guide/https.md.
 """
 
 from __future__ import annotations

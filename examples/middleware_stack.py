@@ -18,6 +18,8 @@ cross-worker store, and the rate limiter's token buckets are too, so a client ge
 in a burst and 1 more per second in total, not 10 per worker. (A session is loaded when a
 request starts and saved when it ends, so two requests of one session at the same instant
 count one visit; a counter that must never miss belongs in `SharedStore().incr`.)
+
+Guides: docs/guide/middleware.md, docs/guide/sessions.md, docs/guide/shared-state.md.
 """
 
 from __future__ import annotations

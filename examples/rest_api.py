@@ -18,6 +18,8 @@ missing from half of the following requests. One SQLite file (`REST_API_DB`, def
 todo back, which a read-modify-write through a key/value store could.
 
 Ids are checked, not coerced: `/api/todos/abc` is a 404, never todo 0.
+
+Guides: docs/guide/routing.md, docs/guide/request-response.md, docs/guide/validation.md.
 """
 
 from __future__ import annotations

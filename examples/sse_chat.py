@@ -17,6 +17,8 @@ whichever worker serves it. `SSE_CHAT_TICK_SECONDS` changes the period (default 
 
 A stream whose client went away leaves the room by itself (the hub drops members when their
 connection ends); a message is at most 2,000 characters.
+
+Guide: docs/guide/sse.md.
 """
 
 from __future__ import annotations

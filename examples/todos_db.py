@@ -13,6 +13,8 @@ errors as HTTP, and a document collection for the activity feed.
 DATABASE_URL picks the database (default sqlite:///todos.db; postgres://... and mysql://...
 work the same). Each worker keeps at most 8 connections. For a schema that evolves, replace
 `create_tables=True` with migrations: `socketify db new create_todos --app examples.todos_db`.
+
+Guide: docs/guide/database.md.
 """
 
 from __future__ import annotations

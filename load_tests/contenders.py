@@ -21,7 +21,7 @@ VENV_BIN = VENV / "bin"
 # gunicorn's gevent worker imports packaging without declaring it (gunicorn 27).
 PEER_PACKAGES = (
     "uvicorn[standard]", "httptools", "uvloop", "gunicorn", "packaging", "gevent", "flask",
-    "hypercorn",
+    "hypercorn", "granian", "django",
 )  # fmt: skip
 OURS = "socketify"
 

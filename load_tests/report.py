@@ -1,4 +1,4 @@
-"""Turn /ping measurements into a text table, a JSON record and a hand-written SVG bar chart.
+"""Turn /ping measurements into a text table and a JSON record (`charts.py` draws it).
 
 Every ratio puts ours on the side that makes "bigger is better for us" read naturally:
 `ours÷them req/s` is our req/s over that server's (bars: ≥1.0 vs uvicorn-asgi, ≥4.0 vs
@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape
 
 from load_tests.contenders import OURS
 from load_tests.harness import RawResponse
@@ -104,59 +103,12 @@ def to_json(scenario: str, meta: dict[str, Any], rows: Sequence[Measurement]) ->
     return json.dumps({"scenario": scenario, "meta": meta, "results": results}, indent=2)
 
 
-SVG_LABEL_W, SVG_BAR_W, SVG_TEXT_W, SVG_TOP, SVG_BAR_H = 250, 420, 330, 70, 20
-
-
-def render_svg(title: str, subtitle: str, rows: Sequence[Measurement]) -> str:
-    """A horizontal bar chart of req/s per row; with pipelining, un-pipelined bars too."""
-    measured = [(m, m.result) for m in rows if m.result is not None]
-    unpipelined = [m.unpipelined.requests_per_sec for m in rows if m.unpipelined]
-    peak = max([r.requests_per_sec for _, r in measured] + unpipelined + [1.0])
-    row_h = SVG_BAR_H * (2 if unpipelined else 1) + 14
-    width = SVG_LABEL_W + SVG_BAR_W + SVG_TEXT_W
-    height = SVG_TOP + row_h * len(measured) + 30
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="13">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="12" y="26" font-size="17" font-weight="bold">{escape(title)}</text>',
-        f'<text x="12" y="48" fill="#555">{escape(subtitle)}</text>',
-    ]
-    for i, (m, result) in enumerate(measured):
-        out += _svg_row(m, result, SVG_TOP + i * row_h, peak, rows)
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
-
-
-def _svg_row(
-    m: Measurement, result: WrkResult, y: float, peak: float, rows: Sequence[Measurement]
-) -> list[str]:
-    colour = "#d9480f" if m.server == OURS else "#4263eb"
-    ratio = ratios(m, rows)["ours_over_them_rps"]
-    note = f" · ours÷them {ratio:.2f}x" if ratio and m.server != OURS else ""
-    figures = f"{result.requests_per_sec:,.0f} req/s · p99 {_ms(result.p99_ms)} ms{note}"
-    length = SVG_BAR_W * result.requests_per_sec / peak
-    out = [
-        _label(SVG_LABEL_W - 8, y + SVG_BAR_H - 5, f"{m.server} (w{m.workers})", anchor="end"),
-        _bar(SVG_LABEL_W, y, length, SVG_BAR_H, colour),
-        _label(SVG_LABEL_W + 6 + length, y + SVG_BAR_H - 5, figures),
-    ]
-    if m.unpipelined:
-        y += SVG_BAR_H
-        length = SVG_BAR_W * m.unpipelined.requests_per_sec / peak
-        text = f"{m.unpipelined.requests_per_sec:,.0f} req/s un-pipelined"
-        out.append(_bar(SVG_LABEL_W, y, length, SVG_BAR_H - 4, colour, opacity=0.4))
-        out.append(_label(SVG_LABEL_W + 6 + length, y + SVG_BAR_H - 8, text, fill="#555"))
-    return out
-
-
-def save(directory: Path, stem: str, json_text: str, svg_text: str) -> tuple[Path, Path]:
-    """Write <stem>.json and <stem>.svg into directory; return both paths."""
+def save(directory: Path, stem: str, json_text: str) -> Path:
+    """Write <stem>.json into directory (`load_tests/charts.py` draws it); return its path."""
     directory.mkdir(parents=True, exist_ok=True)
-    json_path, svg_path = directory / f"{stem}.json", directory / f"{stem}.svg"
+    json_path = directory / f"{stem}.json"
     json_path.write_text(json_text + "\n")
-    svg_path.write_text(svg_text)
-    return json_path, svg_path
+    return json_path
 
 
 def _columns(rows: Sequence[Measurement], *, fairness: bool, pipeline: int) -> list[Column]:
@@ -242,15 +194,3 @@ def _ms(value: float) -> str:
 def _socket_errors(result: WrkResult) -> str:
     errors = result.socket_errors
     return f"{errors.connect}/{errors.read}/{errors.write}/{errors.timeout}"
-
-
-def _bar(x: float, y: float, width: float, height: float, fill: str, opacity: float = 1.0) -> str:
-    return (
-        f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(width, 1):.1f}" height="{height}" '
-        f'fill="{fill}" fill-opacity="{opacity}"/>'
-    )
-
-
-def _label(x: float, y: float, text: str, *, anchor: str = "start", fill: str = "#222") -> str:
-    position = f'x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="{fill}"'
-    return f"<text {position}>{escape(text)}</text>"

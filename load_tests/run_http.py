@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for `python load_tests/run_http.py`
 
+from load_tests import charts
 from load_tests.contenders import CONTENDERS, Contender, ensure_peers
 from load_tests.harness import (
     LOAD_TESTS,
@@ -38,7 +39,7 @@ from load_tests.harness import (
     probe_response,
     serve,
 )
-from load_tests.report import Measurement, render_svg, render_table, save, to_json
+from load_tests.report import Measurement, render_table, save, to_json
 from load_tests.wrk import WrkFailed, WrkRun
 
 RESULTS = LOAD_TESTS / "results"
@@ -64,14 +65,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(render_table(rows, fairness=args.fairness, pipeline=args.pipeline))
     stem = f"{scenario}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
-    subtitle = f"wrk -t1 -c{args.connections} -d{args.duration}s, {os.cpu_count()} cores, noisy"
-    json_path, svg_path = save(
-        args.results_dir,
-        stem,
-        to_json(scenario, _meta(args), rows),
-        render_svg(f"GET {PING_PATH}: {scenario}", subtitle, rows),
-    )
-    print(f"\nSaved {json_path} and {svg_path}")
+    json_path = save(args.results_dir, stem, to_json(scenario, _meta(args), rows))
+    print(f"\nSaved {json_path}")
+    try:
+        for chart in charts.write(json_path):
+            print(f"Saved {chart}")
+    except ImportError:
+        print("No chart: matplotlib is not installed (pip install matplotlib)")
     print("Results are noisy: compare ratios within one run, not figures across runs.")
     return 1 if any(m.error for m in rows) else 0
 

@@ -8,7 +8,8 @@
 
 This class sits above the layers it joins: routing, middleware and `handle()` come from
 `socketify.core.application.Application` (no IO); `ws()` builds a Pulse route
-(`socketify.realtime.pulse.routes`); `listen()` reaches the IO layer through its one entry
+(`socketify.realtime.pulse.routes`); `mount()` serves a WSGI app under a prefix
+(`socketify.wsgi`); `listen()` reaches the IO layer through its one entry
 point, `socketify.server.launch.launch`. Both are imported when first called, so that
 `import socketify` stays small and never imports gevent.
 """
@@ -38,6 +39,20 @@ class Server(Application):
         from socketify.realtime.pulse.routes import ws_handler
 
         return self.get(path, ws_handler(**behaviour))
+
+    def mount(self, prefix: str, app: Any, *, root_path: str = "") -> Route:
+        """Serve the WSGI `app` (Flask, Django...) for every method under `prefix`.
+
+        The app sees SCRIPT_NAME `root_path + prefix` and the rest of the path as
+        PATH_INFO. This server's middleware runs first, and its own routes under `prefix`
+        win over the mount, so a project can move to Socketify one route at a time.
+        Returns the route (`.use(mw)` adds middleware for the mounted app only).
+        """
+        from socketify.wsgi import WsgiHandler
+
+        trimmed = prefix.strip("/")
+        base = f"/{trimmed}" if trimmed else ""
+        return self.any(f"{base}/*wsgi_path", WsgiHandler(app, base, root_path))
 
     def listen(
         self, port: int = 8080, host: str = "0.0.0.0", *, binds: list[str] | None = None

@@ -25,7 +25,8 @@ from socketify import __version__
 log = logging.getLogger("socketify.master")
 
 USAGE = """\
-usage: socketify run APP [options]         serve APP (module:attribute, default attribute: server)
+usage: socketify run APP [options]         serve APP (module:attribute, default attribute: server;
+                                           a Socketify Server, or a WSGI app: Flask, Django...)
        socketify db migrate|rollback [N]|status|new NAME --app APP
        socketify --run-http DIR [--host H] [--port P] [--index NAME]
        socketify --version | --info | --help
@@ -50,6 +51,9 @@ run options:
                            HAProxy or a TCP load balancer) naming the client's address
   --proxy-allow NETS       comma-separated networks allowed to send it (default: the app's
                            proxy_allow, else 127.0.0.0/8,::1); others are closed
+  --wsgi                   APP is a WSGI application (default: detected by its signature)
+  --root-path PATH         a WSGI app's SCRIPT_NAME: the prefix a proxy strips before us
+  --trust-proxy            a WSGI app sees X-Forwarded-For/-Proto/-Host as the client's
   --preload                import the app once in the master before forking
   --reload                 restart workers when a .py file changes (development)
   --access-log FILE        access log file (default: stderr)
@@ -159,6 +163,9 @@ def _parse_run(args: list[str]) -> argparse.Namespace:
     parser.add_argument("--no-http2", action="store_true")
     parser.add_argument("--proxy-protocol", action="store_true")
     parser.add_argument("--proxy-allow")
+    parser.add_argument("--wsgi", action="store_true")
+    parser.add_argument("--root-path", default="")
+    parser.add_argument("--trust-proxy", action="store_true")
     parser.add_argument("--preload", action="store_true")
     parser.add_argument("--reload", action="store_true")
     parser.add_argument("--access-log")
@@ -189,21 +196,34 @@ def info() -> str:
 def run(options: argparse.Namespace) -> int:
     """`socketify run APP`: become the master of pre-forked workers serving APP."""
     configure_logging(options.log_level, options.error_log, options.access_log)
+    from socketify.core.templates import RELOAD_ENV
     from socketify.core.tls_options import TlsError, TlsOptions
-    from socketify.server.app_worker import AppLoadError, ServeApp, add_access_log, load_app
+    from socketify.server.app_worker import (
+        AppLoadError,
+        ServeApp,
+        WsgiOptions,
+        add_access_log,
+        load_app,
+    )
     from socketify.server.schemes import BindPlan, SchemeError
     from workers.supervise.sockets import BindError
 
+    if options.reload:
+        # The workers inherit it: their templates are checked for edits on every use.
+        os.environ[RELOAD_ENV] = "1"
     target: Any
     settings: Any
     try:
         tls = _tls_options(options)
+        if options.root_path and not options.root_path.startswith("/"):
+            raise UsageError(f"--root-path must start with '/': {options.root_path}")
+        wsgi = WsgiOptions(options.wsgi, options.root_path, options.trust_proxy)
         if options.preload or options.workers == 0:
-            app = load_app(options.app)
+            app = load_app(options.app, wsgi)
             settings = app.settings
         else:
             _check_importable(options.app)
-            app, settings = None, _probe_settings(options.app)
+            app, settings = None, _probe_settings(options.app, wsgi)
         if tls is None and not settings.tls:
             # The environment only stands in for an app without TLS of its own: replacing
             # the app's options would silently drop its SNI certificates or its mTLS.
@@ -221,6 +241,7 @@ def run(options: argparse.Namespace) -> int:
             http2=not options.no_http2,
             proxy_protocol=options.proxy_protocol,
             proxy_allow=_proxy_allow(options.proxy_allow),
+            wsgi=wsgi,
         )
         tls = tls or (app.settings.tls if app is not None else None)
         if tls is not None:
@@ -284,20 +305,28 @@ class _ProbeFailed(Exception):
         self.status = status
 
 
-def _probe_settings(spec: str) -> SimpleNamespace:
+def _probe_settings(spec: str, wsgi: Any) -> SimpleNamespace:
     """The Server's own options, read by importing APP in a throwaway interpreter."""
+    import dataclasses
     import json
     import subprocess
 
     from socketify.server.app_worker import PROBE_LOAD_ERROR
 
-    code = "import sys; from socketify.server.app_worker import probe_app; probe_app(sys.argv[1])"
+    code = (
+        "import json, sys\n"
+        "from socketify.server.app_worker import WsgiOptions, probe_app\n"
+        "probe_app(sys.argv[1], WsgiOptions(**json.loads(sys.argv[2])))"
+    )
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])),
     }
     result = subprocess.run(
-        [sys.executable, "-c", code, spec], stdout=subprocess.PIPE, env=env, check=False
+        [sys.executable, "-c", code, spec, json.dumps(dataclasses.asdict(wsgi))],
+        stdout=subprocess.PIPE,
+        env=env,
+        check=False,
     )
     if result.returncode == PROBE_LOAD_ERROR:
         message = json.loads(result.stdout)["error"]

@@ -38,6 +38,7 @@ USAGE = """\
 usage: socketify systemd-unit APP [--name NAME] [--user USER] [--group GROUP] [--workdir DIR]
                               [--venv DIR] [--bind ADDR]... [--workers N] [--socket]
                               [--graceful-timeout S] [--watchdog S] [--install DIR]
+                              [--wsgi] [--root-path PATH] [--trust-proxy]
 
   --name NAME              unit name (default: from the app's module, e.g. myapp-web)
   --user/--group           run as this user/group (default: a DynamicUser= made up by systemd)
@@ -49,6 +50,8 @@ usage: socketify systemd-unit APP [--name NAME] [--user USER] [--group GROUP] [-
   --graceful-timeout S     how long a stop lets requests finish (default 30)
   --watchdog S             WatchdogSec= (default 30; 0 = off)
   --install DIR            write the units into DIR (e.g. /etc/systemd/system) instead of stdout
+  --wsgi, --root-path PATH, --trust-proxy
+                           passed to `socketify run` for a WSGI app (Flask, Django...)
 """
 
 DEFAULT_BIND = "127.0.0.1:8080"
@@ -75,6 +78,7 @@ def generate(
     socket: bool = False,
     graceful_timeout: float = 30.0,
     watchdog: float = 30.0,
+    run_options: Sequence[str] = (),
 ) -> tuple[str, str | None]:
     """The text of ``NAME.service`` and, with ``socket``, of ``NAME.socket`` (else None)."""
     derived = default_name(app)  # also checks that APP looks like module:attribute
@@ -100,6 +104,7 @@ def generate(
     if workers is not None:
         command += ["--workers", str(workers)]
     command += ["--graceful-timeout", f"{graceful_timeout:g}"]
+    command += run_options  # how a WSGI app is served: --wsgi, --root-path, --trust-proxy
     if not socket:
         for spec in specs:
             command += ["--bind", spec]
@@ -313,6 +318,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--socket", action="store_true")
     parser.add_argument("--graceful-timeout", type=float, default=30.0)
     parser.add_argument("--watchdog", type=float, default=30.0)
+    parser.add_argument("--wsgi", action="store_true")
+    parser.add_argument("--root-path")
+    parser.add_argument("--trust-proxy", action="store_true")
     try:
         options = parser.parse_args(args)
         name = options.name or default_name(options.app)
@@ -328,6 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             socket=options.socket,
             graceful_timeout=options.graceful_timeout,
             watchdog=options.watchdog,
+            run_options=_wsgi_options(options),
         )
     except UnitError as exc:
         message = str(exc).replace("unrecognized arguments:", "unknown option:")
@@ -341,6 +350,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     start = f"{name}.socket" if socket_text else f"{name}.service"
     return _install(Path(options.install), units, start)
+
+
+def _wsgi_options(options: argparse.Namespace) -> list[str]:
+    """The `socketify run` options that say how a WSGI app is served."""
+    found = ["--wsgi"] if options.wsgi else []
+    if options.root_path:
+        found += ["--root-path", options.root_path]
+    if options.trust_proxy:
+        found.append("--trust-proxy")
+    return found
 
 
 def _install(directory: Path, units: dict[str, str], start: str) -> int:

@@ -1,7 +1,8 @@
-"""Chat on pulse.easy, with pictures sent as pulse.media frames: one lobby across all workers.
+"""Chat on pulse.easy, with pictures and voice as pulse.media frames: one lobby, every worker.
 
     socketify run examples.chat_easy.app:server --bind 127.0.0.1:8080 --workers 2
     open http://127.0.0.1:8080/ in two browser windows
+    curl localhost:8080/stats      # {"voice_frames": 0, "voice_bytes": 0, "pictures": 0, ...}
 
 The page speaks JSON events (`{"type": ..., "data": ...}`) over one WebSocket at `/chat`:
 `hello {name}` enters the lobby, `say {text}` talks, and the server answers with `welcome`,
@@ -9,7 +10,17 @@ The page speaks JSON events (`{"type": ..., "data": ...}`) over one WebSocket at
 which counts the people on every worker. A picture goes out as one binary `PM` image frame
 (kind 3, with its mime type); the server announces it with a `picture {name}` event and
 relays the bytes untouched to the other members of the media room `lobby`, a room of its own
-beside the chat room of the same name.
+beside the chat room of the same name. A bigger picture may come in chunks (image frames
+without the last flag, then an image-end frame), relayed one by one as they arrive, at most
+512 KiB in all. Voice goes the same way: the page's Talk button sends `talk {on}` (the others
+see `talking {name, on}`) and then microphone audio as `PM` voice frames (kind 1, 16-bit
+mono PCM at 16 kHz), each relayed once, untouched, to everyone else.
+
+The chat room and the media room are two rooms of one hub, and a member joins each once, so
+nothing reaches anyone twice. `/stats` counts what was relayed, summed over every worker
+through the shared store.
+
+Guide: docs/guide/websocket.md.
 """
 
 from __future__ import annotations
@@ -17,9 +28,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from socketify import Server, static_files
+from socketify import Request, Response, Server, static_files
 from socketify.realtime import pulse
 from socketify.realtime.pulse import easy, media
+from socketify.state.shared_store import SharedStore
 
 PUBLIC = Path(__file__).resolve().parent / "public"
 LOBBY = "lobby"
@@ -27,16 +39,20 @@ MAX_NAME = 24
 MAX_TEXT = 500
 MAX_PICTURE = 512 * 1024  # the page refuses bigger files; the socket limit is a little above
 
+STATS = ("voice_frames", "voice_bytes", "pictures", "image_bytes")
+
 server = Server()
 server.use(static_files.serve(str(PUBLIC), cache_max_age=60))
 chat = easy.App(error_events=True)
-pictures = media.MediaHub(chat.hub)
+lobby_media = media.MediaHub(chat.hub)
+counters = SharedStore(namespace="chat_easy:stats:")
 
 
 @chat.on("/chat", max_message_bytes=MAX_PICTURE + 1024)
 def connected(conn: easy.Connection) -> None:
     conn.on("hello", enter)
     conn.on("say", say)
+    conn.on("talk", talk)
     conn.on_close(leave)
 
 
@@ -47,7 +63,7 @@ def enter(conn: easy.Connection, data: Any) -> None:
         return
     conn.locals["name"] = name
     conn.join(LOBBY)
-    pictures.join(LOBBY, conn.channel)
+    lobby_media.join(LOBBY, conn.channel)
     conn.emit("welcome", {"name": name})
     conn.broadcast(LOBBY, "joined", {"name": name}, include_self=False)
     _announce_online()
@@ -59,6 +75,14 @@ def say(conn: easy.Connection, data: Any) -> None:
         conn.broadcast(LOBBY, "said", {"name": conn.locals["name"], "text": text})
 
 
+def talk(conn: easy.Connection, data: Any) -> None:
+    on = data.get("on") if isinstance(data, dict) else None
+    if "name" in conn.locals and isinstance(on, bool):
+        conn.broadcast(
+            LOBBY, "talking", {"name": conn.locals["name"], "on": on}, include_self=False
+        )
+
+
 def leave(conn: easy.Connection, code: int, reason: str) -> None:
     if "name" in conn.locals:
         conn.leave(LOBBY)
@@ -68,15 +92,49 @@ def leave(conn: easy.Connection, code: int, reason: str) -> None:
 
 def share_picture(ch: pulse.Channel, frame: media.Frame) -> None:
     conn = chat.connection(ch)
-    if conn is None or "name" not in conn.locals or not frame.is_last:
+    if conn is None or "name" not in conn.locals:
         return
-    # Both broadcasts leave this worker in this order, so every page sees who sent the
-    # picture just before the picture itself.
-    conn.broadcast(LOBBY, "picture", {"name": conn.locals["name"]}, include_self=False)
-    pictures.relay(LOBBY, frame, exclude=ch)
+    # A picture is one frame flagged last, or chunks up to an image-end frame: each frame is
+    # relayed as it comes, and the bytes of one picture are capped like a single frame's.
+    received = conn.locals.get("picture_bytes")
+    if received is None:  # the first frame of a picture: say whose it is
+        received = 0
+        # Both broadcasts leave this worker in this order, so every page learns who sent the
+        # picture just before its first bytes.
+        conn.broadcast(LOBBY, "picture", {"name": conn.locals["name"]}, include_self=False)
+    received += len(frame.payload)
+    if received > MAX_PICTURE:
+        if received - len(frame.payload) <= MAX_PICTURE:  # say it once, drop the rest
+            conn.emit(
+                "error",
+                {"error": "too_big", "message": f"pictures up to {MAX_PICTURE // 1024} KiB"},
+            )
+    else:
+        lobby_media.relay(LOBBY, frame, exclude=ch)
+        counters.incr("image_bytes", len(frame.payload))
+        if frame.is_last:
+            counters.incr("pictures")
+    conn.locals["picture_bytes"] = None if frame.is_last else received
 
 
-pictures.on_image(LOBBY, share_picture)
+def share_voice(ch: pulse.Channel, frame: media.Frame) -> None:
+    conn = chat.connection(ch)
+    if conn is None or "name" not in conn.locals:
+        return
+    # The client's bytes as they came (its seq and timestamps order the playback), to every
+    # member but the speaker.
+    lobby_media.relay(LOBBY, frame, exclude=ch)
+    counters.incr("voice_frames")
+    counters.incr("voice_bytes", len(frame.payload))
+
+
+lobby_media.on_image(LOBBY, share_picture)
+lobby_media.on_voice(LOBBY, share_voice)
+
+
+@server.get("/stats")
+def stats(req: Request, res: Response) -> None:
+    res.json({name: int(counters.get(name) or 0) for name in STATS})
 
 
 def _announce_online() -> None:

@@ -11,6 +11,8 @@ broadcast to every open page through an `sse.Hub` room, whichever worker holds t
     curl -X POST localhost:8080/api/entries -d '{"name": "Ada", "message": "hello"}'
     curl localhost:8080/api/entries        # newest first
     curl -N localhost:8080/events          # event: entry, data: {"id":1,...}
+
+Guides: docs/guide/sessions.md, docs/guide/sse.md, docs/guide/bodies.md.
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ match every path for GET only. Files are served as they are: gzip or brotli only
 precompressed `name.gz`/`name.br` siblings.
 
 Nothing is shared between workers here: every worker reads the same files.
+
+Guide: docs/guide/static-files.md.
 """
 
 from __future__ import annotations

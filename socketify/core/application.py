@@ -43,6 +43,7 @@ from socketify.core.options import ServerOptions
 from socketify.core.request import Request
 from socketify.core.response import TEXT_PLAIN, Response
 from socketify.core.routing import ANY, Group, Middleware, Registrar, Route, Router, allow_header
+from socketify.core.templates import Templates
 from socketify.protocol.http11.status import reason
 
 __all__ = ["Application", "ErrorHandler"]
@@ -65,6 +66,9 @@ class Application(Registrar):
         self._chain: Chain | None = None  # the global chain, made when the routes freeze
         self.hosts = HostTable()
         self._hosts: HostTable | None = None  # `hosts` once frozen, when it has any
+        folder = self.settings.templates
+        # What `res.render` reads; Jinja2 itself is loaded on the first render.
+        self.templates = Templates(folder) if folder is not None else None
 
     # -- registration ---------------------------------------------------------------------
 
@@ -126,6 +130,7 @@ class Application(Registrar):
             self.freeze()
             chain = self._chain
             assert chain is not None
+        res.templates = self.templates
         try:
             chain.run(req, res)
             if not res.ended:

@@ -102,8 +102,8 @@ class Compressor:
         if kind == "file" or kind == "upgrade":
             return
         if kind == "stream":
-            if not self._options.streams:
-                return
+            if not self._options.streams or res.stream_length is not None:
+                return  # a declared length would no longer hold once compressed
         else:
             body = res.body
             if len(body) < self._options.min_size or not body:

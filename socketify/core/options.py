@@ -76,6 +76,7 @@ class ServerOptions:
     # other connections to such a bind are closed unread.
     proxy_protocol: Any = False
     proxy_allow: Any = ("127.0.0.0/8", "::1")
+    templates: Any = None  # None or the folder `res.render` reads Jinja2 templates from
 
     def __post_init__(self) -> None:
         for name in _POSITIVE_SECONDS + _POSITIVE_SIZES:

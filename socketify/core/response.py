@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import html
 import itertools
+import logging
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
@@ -35,13 +36,14 @@ import orjson
 
 from socketify.core.cookies import build_set_cookie, expired_cookie
 from socketify.core.headers import Headers, content_disposition
-from socketify.core.mime import guess_type
+from socketify.core.mime import DEFAULT_TYPE, guess_type
 from socketify.protocol.http11.serializer import HeaderField, check_header_value, header_field
 from socketify.protocol.http11.status import NO_BODY_STATUSES, reason
 from socketify.protocol.http11.trailers import trailer_field
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
+    from socketify.core.templates import Templates
 
 __all__ = ["APPLICATION_JSON", "TEXT_HTML", "TEXT_PLAIN", "Response"]
 
@@ -55,6 +57,8 @@ _SINGLE = frozenset({"date", "server", "connection"})  # a second value replaces
 _ENTITY = frozenset({"content-disposition", "content-encoding", "content-range"})
 _HTML_START = (b"<!doctype", b"<html")
 
+error_log = logging.getLogger("socketify.error")
+
 
 class Response:
     """The answer being built for one request; serialized after the chain returns."""
@@ -62,6 +66,7 @@ class Response:
     __slots__ = (
         "_body",
         "_chunks",
+        "_closers",
         "_content_type",
         "_cookies",
         "_fields",
@@ -73,6 +78,8 @@ class Response:
         "head_only",
         "status_code",
         "stream_iter",
+        "stream_length",
+        "templates",
         "upgrade",
     )
 
@@ -88,8 +95,12 @@ class Response:
         self.file_offset = 0
         self.file_length = 0
         self.stream_iter: Iterable[bytes | str] | None = None
+        self.stream_length: int | None = None  # a stream's declared size, if it has one
+        self._closers: list[Callable[[], object]] | None = None
         self.upgrade: Callable[[Any], Any] | None = None
         self._trailers: list[HeaderField] | None = None
+        # The app's templates (`Server(templates=...)`), set by the app before its chain runs.
+        self.templates: Templates | None = None
         # A HEAD answer: the GET answer's headers, and no body on the wire.
         self.head_only = request is not None and request.method == "HEAD"
 
@@ -199,6 +210,27 @@ class Response:
         """Send an HTML body (`text/html; charset=utf-8` unless a type is set)."""
         return self.send(body, TEXT_HTML)
 
+    def render(self, name: str, /, **context: Any) -> bool:
+        """Send the Jinja2 template `name` rendered with `context` (needs `Server(templates=)`).
+
+        The Content-Type follows the template's extension (`page.html` is HTML, `feed.xml`
+        XML; HTML for one it does not know) unless one is set. Raises `TemplatesUnavailable`
+        without a template folder or without Jinja2, and Jinja2's `TemplateNotFound` for a
+        name the folder lacks.
+        """
+        if self.ended:
+            return False
+        if self.templates is None:
+            from socketify.core.templates import TemplatesUnavailable
+
+            raise TemplatesUnavailable(
+                f"res.render({name!r}) needs a template folder: Server(templates='templates')"
+            )
+        body = self.templates.render(name, **context)
+        kind = guess_type(name)
+        # A template named without a known extension (`mail.jinja`) is taken for HTML.
+        return self.send(body, TEXT_HTML if kind == DEFAULT_TYPE else kind)
+
     def json(self, obj: Any) -> bool:
         """Send `obj` as compact JSON; always `application/json; charset=utf-8`."""
         if self.ended:
@@ -293,14 +325,22 @@ class Response:
         self.ended = True
         return True
 
-    def stream(self, iterable: Iterable[bytes | str]) -> bool:
-        """Send `iterable` chunk by chunk (chunked encoding, flushed as produced)."""
+    def stream(self, iterable: Iterable[bytes | str], length: int | None = None) -> bool:
+        """Send `iterable` chunk by chunk, flushed as produced.
+
+        Without `length` the body is chunked (or ends with the connection on HTTP/1.0); with
+        it, it is sent with that Content-Length, and must come to exactly that many bytes:
+        what goes past is dropped, and a stream that ends short cuts the connection.
+        """
         if self.ended:
             return False
+        if length is not None and (isinstance(length, bool) or length < 0):
+            raise ValueError(f"invalid stream length {length!r}")
         if self._chunks:  # what was written before goes first
             iterable = itertools.chain(self._chunks, iterable)
             self._chunks = None
         self.stream_iter = iterable
+        self.stream_length = length
         self.ended = True
         return True
 
@@ -342,10 +382,52 @@ class Response:
 
     def iter_stream(self) -> Iterator[bytes]:
         """Yield the stream's chunks as non-empty bytes (an empty one would end chunking)."""
+        if self.stream_length is not None:
+            yield from self._iter_sized(self.stream_length)
+            return
         for item in self.stream_iter or ():
             data = item.encode() if isinstance(item, str) else bytes(item)
             if data:
                 yield data
+
+    def _iter_sized(self, left: int) -> Iterator[bytes]:
+        for item in self.stream_iter or ():
+            if not left:
+                break
+            data = item.encode() if isinstance(item, str) else bytes(item)
+            if len(data) > left:
+                data = data[:left]  # never more than the Content-Length promised
+            if data:
+                left -= len(data)
+                yield data
+        if left:
+            raise ValueError(f"the stream ended {left} bytes short of its declared length")
+
+    # -- the end of the exchange ----------------------------------------------------------
+
+    def call_on_close(self, callback: Callable[[], object]) -> Response:
+        """Run `callback()` once the answer was written, or abandoned (the client left,
+        the stream failed); callbacks run in the order they were added. Chains."""
+        if self._closers is None:
+            self._closers = [callback]
+        else:
+            self._closers.append(callback)
+        return self
+
+    def close(self) -> None:
+        """Run the `call_on_close` callbacks (once); the server calls this after each answer.
+
+        A callback that raises is logged, and the others still run.
+        """
+        closers = self._closers
+        if closers is None:
+            return
+        self._closers = None
+        for callback in closers:
+            try:
+                callback()
+            except Exception:
+                error_log.exception("a response close callback failed")
 
     # -- cookies --------------------------------------------------------------------------
 
@@ -454,9 +536,11 @@ class Response:
 
     @property
     def body_length(self) -> int | None:
-        """The body's size in bytes: buffered or a file range; None for a stream or upgrade."""
-        if self.upgrade is not None or self.stream_iter is not None:
+        """The body's size in bytes: buffered, a file range or a sized stream; else None."""
+        if self.upgrade is not None:
             return None
+        if self.stream_iter is not None:
+            return self.stream_length
         if self.file_path is not None:
             return self.file_length
         if self._chunks:
@@ -474,6 +558,7 @@ class Response:
         self._content_type = None
         self.file_path = None
         self.stream_iter = None
+        self.stream_length = None
         self.upgrade = None
         self._trailers = None
         if self._fields:

@@ -11,8 +11,9 @@
     db.generate_mapping(create_tables=True)
     server.use(socketify.db.middleware(db))       # one db_session per request
 
-Also: `socketify.db.migrations` (versioned up/down migrations, `socketify db migrate`) and
-`socketify.db.documents` (a document store on memory, SQLite, PostgreSQL or MongoDB).
+Also: `socketify.db.migrations` (versioned up/down migrations in files, `socketify db
+migrate`, or registered in code with `Migrator.register`) and `socketify.db.documents` (a
+document store on memory, SQLite, PostgreSQL or MongoDB).
 
 `socketify.db.get_row(User, 1)` reads a row as a plain dict (`User[1].to_dict()`), for
 read-only answers.

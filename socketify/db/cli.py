@@ -2,7 +2,8 @@
 
 The database is found through the app: the `db` attribute of the app's module, or whatever
 `--db module:attr` names. Migrations live in `migrations/` beside the app's module unless
-`--dir` says otherwise. While the app is imported, `SOCKETIFY_DB_MIGRATING=1` tells
+`--dir` says otherwise; the migrations that the module's own `Migrator`s on the same database
+registered in code join them. While the app is imported, `SOCKETIFY_DB_MIGRATING=1` tells
 `Database.generate_mapping` to leave tables alone (they are what is being migrated).
 
 Exit status: 0 done, 1 a migration or lookup failed, 2 a command line we cannot act on.
@@ -110,6 +111,7 @@ def _run(options: argparse.Namespace) -> int:
         print(f"created {Migrator(None, directory).new(options.argument)}")
         return 0
     migrator = Migrator(_find_db(app_module, options.db_spec), directory)
+    _adopt_registered(migrator, app_module)
     if options.command == "migrate":
         done = migrator.migrate()
         for migration in done:
@@ -123,6 +125,15 @@ def _run(options: argparse.Namespace) -> int:
             when = f"  {row.applied_at}" if row.applied_at else ""
             print(f"{row.state:<8} {row.version:>5}  {row.name}{when}")
     return 0
+
+
+def _adopt_registered(migrator: Migrator, app_module: ModuleType) -> None:
+    """Add the migrations that the app's own migrators (module attributes on the same
+    database) registered in code, so that the command sees the app's whole list."""
+    for value in vars(app_module).values():
+        if isinstance(value, Migrator) and value.db is migrator.db:
+            for migration in value.registered():
+                migrator.register(migration.version, migration.name, *migration.steps())
 
 
 def _import(module_name: str) -> ModuleType:

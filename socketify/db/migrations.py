@@ -2,12 +2,15 @@
 
 Theory of operation. A migration is a module named `<version>_<name>.py` (the version is an
 integer, usually zero-padded) with `up(db)` and `down(db)`, written with raw SQL through
-`db.execute(...)` or with Pony. Migrations apply in ascending version order — the number, not
-the order files were written or registered — each inside its own transaction together with
-the row that records it in `socketify_migrations`, so a migration that fails leaves the
-database as it was and unrecorded. `rollback(n)` undoes the n highest applied versions, newest
-first, each in its own transaction. The version is the table's primary key: two processes
-racing to apply the same migration cannot both record it; the loser rolls back.
+`db.execute(...)` or with Pony; or the same two functions registered in code with
+`Migrator.register(version, name, up, down)`, for an app that ships its schema inside its
+own module. Files and registered migrations form one list and apply in ascending version
+order — the number, not the order files were written or registered — each inside its own
+transaction together with the row that records it in `socketify_migrations`, so a migration
+that fails leaves the database as it was and unrecorded. `rollback(n)` undoes the n highest
+applied versions, newest first, each in its own transaction. The version is the table's
+primary key: two processes racing to apply the same migration cannot both record it; the
+loser rolls back.
 
 MySQL and MariaDB commit DDL statements implicitly, so there a failing migration keeps the
 DDL that ran before the failure; SQLite and PostgreSQL roll it back.
@@ -17,18 +20,29 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from pony.orm import db_session
 
-__all__ = ["TABLE", "Migration", "MigrationError", "MigrationStatus", "Migrator"]
+__all__ = [
+    "TABLE",
+    "Migration",
+    "MigrationError",
+    "MigrationStatus",
+    "MigrationSteps",
+    "Migrator",
+]
 
 TABLE = "socketify_migrations"
 _FILENAME = re.compile(r"(\d+)_(\w+)\.py")
+_NAME = re.compile(r"\w+")
+
+Step = Callable[[Any], object]
 
 _TEMPLATE = '''"""{title}."""
 
@@ -50,19 +64,30 @@ class MigrationError(Exception):
 
 @dataclass(frozen=True)
 class Migration:
-    """One migration file."""
+    """One migration: a file (`path`), or `up` and `down` functions registered in code."""
 
     version: int
     name: str
-    path: Path
+    path: Path | None = None
+    up: Step | None = None
+    down: Step | None = None
 
     @property
     def label(self) -> str:
-        """The file name without `.py`, e.g. `0001_create_users`."""
-        return self.path.stem
+        """The file name without `.py`, e.g. `0001_create_users` (the same shape in code)."""
+        return self.path.stem if self.path is not None else f"{self.version:04d}_{self.name}"
+
+    def steps(self) -> MigrationSteps:
+        """Its `up` and `down` functions (a file is imported afresh for them)."""
+        if self.up is not None and self.down is not None:
+            return MigrationSteps(self.up, self.down)
+        module = self.load()
+        return MigrationSteps(module.up, module.down)
 
     def load(self) -> ModuleType:
-        """Import the migration module (fresh each time)."""
+        """Import the migration module (fresh each time); only for a migration file."""
+        if self.path is None:
+            raise MigrationError(f"{self.label} was registered in code and has no file")
         spec = importlib.util.spec_from_file_location(f"_migration_{self.label}", self.path)
         if spec is None or spec.loader is None:
             raise MigrationError(f"cannot load {self.path}")
@@ -77,9 +102,16 @@ class Migration:
         return module
 
 
+class MigrationSteps(NamedTuple):
+    """What a migration does and how it is undone."""
+
+    up: Step
+    down: Step
+
+
 @dataclass(frozen=True)
 class MigrationStatus:
-    """Where one version stands: applied (when) or pending; `missing` if its file is gone."""
+    """Where one version stands: applied (when) or pending; `missing` if it is known no more."""
 
     version: int
     name: str
@@ -95,18 +127,48 @@ class MigrationStatus:
 
 
 class Migrator:
-    """Applies, rolls back and reports the migrations in `directory` against `db`."""
+    """Applies, rolls back and reports the migrations in `directory` and those registered."""
 
-    def __init__(self, db: Any, directory: str | Path) -> None:
+    def __init__(self, db: Any, directory: str | Path | None = None) -> None:
         self.db = db
-        self.directory = Path(directory)
+        self.directory = Path(directory) if directory is not None else None
+        self._registered: dict[int, Migration] = {}
 
-    # -- files ---------------------------------------------------------------------------------
+    # -- the list of migrations ----------------------------------------------------------------
+
+    def register(self, version: int, name: str, up: Step, down: Step) -> Migration:
+        """Add a migration written in code: `up(db)` applies it, `down(db)` undoes it."""
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise MigrationError(f"a migration version is a non-negative integer, not {version!r}")
+        if not _NAME.fullmatch(name):
+            raise MigrationError(f"invalid migration name {name!r} (letters, digits and _)")
+        if not (callable(up) and callable(down)):
+            raise MigrationError(f"migration {version} needs callable up and down functions")
+        if version in self._registered:
+            raise MigrationError(f"version {version} is already registered")
+        migration = Migration(version, name, up=up, down=down)
+        self._registered[version] = migration
+        return migration
+
+    def registered(self) -> list[Migration]:
+        """The migrations registered in code, by ascending version."""
+        return [self._registered[version] for version in sorted(self._registered)]
 
     def discover(self) -> list[Migration]:
-        """The migration files, by ascending version; duplicates and stray files are errors."""
-        if not self.directory.is_dir():
-            return []
+        """Files and registered migrations, by ascending version; duplicates are errors."""
+        found = self._files()
+        for version, migration in self._registered.items():
+            if version in found:
+                raise MigrationError(
+                    f"two migrations have version {version}: {found[version].label} "
+                    f"and {migration.label} (registered)"
+                )
+            found[version] = migration
+        return [found[version] for version in sorted(found)]
+
+    def _files(self) -> dict[int, Migration]:
+        if self.directory is None or not self.directory.is_dir():
+            return {}
         found: dict[int, Migration] = {}
         for path in sorted(self.directory.glob("*.py")):
             if path.name.startswith("_"):
@@ -117,14 +179,16 @@ class Migrator:
             version = int(match.group(1))
             if version in found:
                 raise MigrationError(
-                    f"two migrations have version {version}: {found[version].path.name} "
+                    f"two migrations have version {version}: {found[version].label}.py "
                     f"and {path.name}"
                 )
             found[version] = Migration(version, match.group(2), path)
-        return [found[version] for version in sorted(found)]
+        return found
 
     def new(self, name: str) -> Path:
         """Write `<next version>_<name>.py` from a template; returns its path."""
+        if self.directory is None:
+            raise MigrationError("this migrator has no migrations folder to write to")
         slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
         if not slug:
             raise MigrationError(f"invalid migration name {name!r}")
@@ -187,16 +251,16 @@ class Migrator:
         for version in sorted(self.applied(), reverse=True)[:steps]:
             migration = files.get(version)
             if migration is None:
-                raise MigrationError(f"version {version} is applied but its file is missing")
+                raise MigrationError(f"version {version} is applied but no longer known")
             self._run(migration, "down")
             done.append(migration)
         return done
 
     def _run(self, migration: Migration, step: str) -> None:
-        module = migration.load()
+        steps = migration.steps()
         try:
             with db_session(ddl=True):
-                getattr(module, step)(self.db)
+                (steps.up if step == "up" else steps.down)(self.db)
                 if step == "up":
                     self.db.execute(
                         f"INSERT INTO {TABLE} (version, name, applied_at) "

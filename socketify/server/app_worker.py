@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class AppLoadError(Exception):
-    """The APP argument does not name a Server."""
+    """The APP argument names neither a Server nor a WSGI application."""
 
 
 class _AppImport:
@@ -39,9 +40,27 @@ def importing_app() -> bool:
     return _app_import.active
 
 
-def load_app(spec: str) -> Application:
-    """Import `module:attribute` (attribute defaults to `server`) and return the Server."""
+@dataclass(frozen=True)
+class WsgiOptions:
+    """How `socketify run` serves a WSGI app: `--wsgi` (no detection), `--root-path`
+    (the SCRIPT_NAME a proxy strips) and `--trust-proxy` (its X-Forwarded-* headers)."""
+
+    forced: bool = False
+    root_path: str = ""
+    trust_proxy: bool = False
+
+
+def load_app(spec: str, wsgi: WsgiOptions | None = None) -> Application:
+    """Import `module:attribute` (attribute defaults to `server`) and return the Server.
+
+    A WSGI application (detected by its `(environ, start_response)` signature, or any
+    callable with `--wsgi`) is served at "/" by a Server of its own; a callable taking no
+    arguments is a factory of either.
+    """
     from socketify.core.application import Application
+    from socketify.wsgi import looks_like_wsgi
+
+    wsgi = wsgi or WsgiOptions()
 
     module_name, _, attribute = spec.partition(":")
     attribute = attribute or "server"
@@ -60,11 +79,29 @@ def load_app(spec: str) -> Application:
             app = getattr(app, part)
         except AttributeError:
             raise AppLoadError(f"module {module_name!r} has no attribute {attribute!r}") from None
-    if callable(app) and not isinstance(app, Application):
+    if isinstance(app, Application):
+        return app
+    if looks_like_wsgi(app) or (wsgi.forced and callable(app)):
+        return _wsgi_server(app, wsgi)
+    if callable(app):
         app = app()  # an app factory
-    if not isinstance(app, Application):
-        raise AppLoadError(f"{spec} is a {type(app).__name__}, not a socketify Server")
-    return app
+    if isinstance(app, Application):
+        return app
+    if looks_like_wsgi(app) or (wsgi.forced and callable(app)):
+        return _wsgi_server(app, wsgi)
+    raise AppLoadError(
+        f"{spec} is a {type(app).__name__}, neither a socketify Server nor a WSGI application"
+    )
+
+
+def _wsgi_server(app: Any, wsgi: WsgiOptions) -> Application:
+    """A server whose every route is the WSGI `app`; it compresses nothing, as gunicorn."""
+    from socketify.core.application import Application
+    from socketify.wsgi import WsgiHandler
+
+    server = Application(trust_proxy=wsgi.trust_proxy, compression=False)
+    server.any("/*wsgi_path", WsgiHandler(app, "", wsgi.root_path))
+    return server
 
 
 PROBE_LOAD_ERROR = 4  # exit status of `probe_app` for an APP that names no Server
@@ -79,7 +116,7 @@ _PROBED = (
 )
 
 
-def probe_app(spec: str) -> None:
+def probe_app(spec: str, wsgi: WsgiOptions | None = None) -> None:
     """Entry point run in a throwaway interpreter: print the app's master-side settings.
 
     The master must not import the app itself (forked workers would inherit the module and
@@ -94,7 +131,7 @@ def probe_app(spec: str) -> None:
 
     module = spec.partition(":")[0]
     try:
-        app = load_app(spec)
+        app = load_app(spec, wsgi)
         if app.settings.tls is not None:
             app.settings.tls.build_context()
         ProxyIntake.build(app.settings.proxy_protocol, app.settings.proxy_allow)
@@ -127,9 +164,10 @@ class ServeApp:
     `tls` (TlsOptions from the command line) overrides the app's own `tls` setting; `plan`
     says which binds serve plain HTTP beside it (`--bind http://...`, see server.schemes);
     `access_log_format` ("dev", "common" or "json") logs every request from the command line;
-    `http2=False` turns HTTP/2 off (`--no-http2`); `proxy_protocol=True` makes every bind
-    expect a PROXY protocol header (`--proxy-protocol`), from the networks in `proxy_allow`
-    (`--proxy-allow`, else the app's own `proxy_allow`).
+    `http2=False` turns HTTP/2 off (`--no-http2`); `wsgi` says how a WSGI app is served;
+    `proxy_protocol=True` makes every bind expect a PROXY protocol header
+    (`--proxy-protocol`), from the networks in `proxy_allow` (`--proxy-allow`, else the app's
+    own `proxy_allow`).
     """
 
     def __init__(
@@ -142,8 +180,10 @@ class ServeApp:
         http2: bool = True,
         proxy_protocol: bool = False,
         proxy_allow: tuple[str, ...] | None = None,
+        wsgi: WsgiOptions | None = None,
     ) -> None:
         self.app = app
+        self.wsgi = wsgi
         self.tls = tls
         self.plan = plan
         self.access_log_format = access_log_format
@@ -166,7 +206,7 @@ class ServeApp:
 
         from socketify.server.schemes import services_for
 
-        app = load_app(self.app) if isinstance(self.app, str) else self.app
+        app = load_app(self.app, self.wsgi) if isinstance(self.app, str) else self.app
         if self.access_log_format:
             add_access_log(app, self.access_log_format)
         tls = self.tls or app.settings.tls

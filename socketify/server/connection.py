@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from gevent import GreenletExit, get_hub, getcurrent, sleep
 
+from socketify.core.request import Request
 from socketify.core.response import Response
 from socketify.protocol.http11 import CLOSED, NEED_DATA, ParseError, RequestHead, ServerConnection
 from socketify.protocol.proxy_header import ProxyHeader, ProxyHeaderError, ProxyHeaderParser
@@ -398,6 +399,18 @@ class Connection:
         if body is not None:
             self._body_time = opts.body_timeout
         res = Response(req)
+        try:
+            return self._run(head, req, res, body)
+        finally:
+            res.close()  # its close callbacks run whatever happened: answered, failed, left
+
+    def _run(
+        self, head: RequestHead, req: Request, res: Response, body: RequestBody | None
+    ) -> bool:
+        """Answer `req` with the app's `res`; see `_answer`."""
+        service = self.service
+        opts = service.options
+        http = self.http
         self.phase = HANDLER
         self.deadline = _monotonic() + opts.request_timeout if opts.request_timeout else None
         try:

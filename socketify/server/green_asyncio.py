@@ -29,6 +29,7 @@ import asyncio
 import contextvars
 import os
 import selectors
+from asyncio.events import _get_running_loop, _set_running_loop
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from typing import Any
@@ -105,7 +106,17 @@ class GreenSelector(selectors.BaseSelector):
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         """The ready keys, waiting cooperatively up to `timeout` for one (None: no limit)."""
         if not self.ready and (timeout is None or timeout > 0):
-            self.woken.wait(timeout)
+            # asyncio keeps one running loop per thread, and every greenlet of the worker
+            # shares this thread: while the loop is parked here the others run, and they
+            # would all see it as theirs (`asyncio.run()` in a plain handler would refuse
+            # to start). So the loop steps aside while it waits. The two functions are the
+            # ones asyncio.events exports for loop implementations.
+            running = _get_running_loop()
+            _set_running_loop(None)
+            try:
+                self.woken.wait(timeout)
+            finally:
+                _set_running_loop(running)
         self.woken.clear()
         ready, self.ready = self.ready, {}
         found = []

@@ -136,6 +136,7 @@ class Stream:
         session = self.session
         opts = session.options
         conn = session.conn
+        res: Response | None = None
         try:
             head = self.head
             if head.content_length is not None and head.content_length > opts.max_body_size:
@@ -178,6 +179,8 @@ class Stream:
             self.proto.reset(self.stream_id, INTERNAL_ERROR)
         finally:
             self.done = True
+            if res is not None:
+                res.close()  # its close callbacks run whatever happened: answered, failed, reset
             if self._unread_flow:
                 self.proto.consumed(self.stream_id, self._unread_flow)
                 self._unread_flow = 0

@@ -183,9 +183,12 @@ class TestClient:
             keep_alive = body is None or body.settle(res.status_code) is not Unread.CLOSE
         except ParseError as exc:
             return conn.refuse(exc.status, exc.detail)
-        if res.upgrade is not None and not res.head_only:
-            raise TypeError("an upgrade answer: use TestClient.websocket() or TestClient.sse()")
-        return b"".join(map(_read_part, response_parts(conn, head, res, keep_alive)))
+        try:
+            if res.upgrade is not None and not res.head_only:
+                raise TypeError("an upgrade answer: use TestClient.websocket() or TestClient.sse()")
+            return b"".join(map(_read_part, response_parts(conn, head, res, keep_alive)))
+        finally:
+            res.close()
 
     def get(self, path: str, **kwargs: Any) -> TestResponse:
         """GET `path`."""

@@ -256,3 +256,23 @@ def test_async_pulse_easy_handlers_run_in_order() -> None:
             ws.send_json({"type": "add", "data": {"n": n}})
         replies = [ws.receive_json() for _ in range(3)]
     assert [reply["data"] for reply in replies] == [1, 2, 3]
+
+
+def test_plain_handlers_can_run_their_own_event_loop_once_async_ones_have_run() -> None:
+    # The worker's loop waits in another greenlet of the same thread; it must not look like
+    # the running loop to blocking code (asyncio.run() refuses to start inside one).
+    server = Server()
+    server.get("/async", async_handler)
+
+    async def answer() -> str:
+        await asyncio.sleep(0)
+        return "own loop"
+
+    @server.get("/blocking")
+    def blocking_handler(req: Any, res: Any) -> None:
+        res.send(asyncio.run(answer()))
+
+    client = TestClient(server)
+    assert client.get("/async").text == "async answer"
+    assert client.get("/blocking").text == "own loop"
+    assert client.get("/async").text == "async answer"

@@ -494,3 +494,32 @@ def test_fields_and_body_length_are_what_the_connection_writes(tmp_path: Path) -
     streamed = Response()
     streamed.stream([b"x"])
     assert streamed.body_length is None
+
+
+def test_a_stream_with_a_length_declares_it_and_stops_there() -> None:
+    res = Response()
+    res.stream([b"abc", "def", b"ghi"], length=7)
+    assert res.body_length == 7
+    assert list(res.iter_stream()) == [b"abc", b"def", b"g"]
+
+
+def test_a_stream_shorter_than_its_length_fails() -> None:
+    res = Response()
+    res.stream([b"abc"], length=5)
+    with pytest.raises(ValueError, match="2 bytes short"):
+        list(res.iter_stream())
+
+
+def test_close_callbacks_run_once_in_order_even_when_one_fails() -> None:
+    calls: list[str] = []
+    res = Response()
+
+    def failing() -> None:
+        calls.append("failing")
+        raise RuntimeError("callback bug")
+
+    res.call_on_close(lambda: calls.append("first")).call_on_close(failing)
+    res.call_on_close(lambda: calls.append("last"))
+    res.close()
+    res.close()
+    assert calls == ["first", "failing", "last"]

@@ -138,8 +138,77 @@ def test_status_reports_a_recorded_version_whose_file_is_gone(
     migrator.migrate()
     (tmp_path / "m" / "10_seed.py").unlink()
     assert [(s.version, s.state) for s in migrator.status()][-1] == (10, "missing")
-    with pytest.raises(MigrationError, match="version 10 is applied but its file is missing"):
+    with pytest.raises(MigrationError, match="version 10 is applied but no longer known"):
         migrator.rollback()
+
+
+def test_registered_migrations_join_the_files_in_version_order(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    db = socketify.db.connect(sqlite_url)
+    write_all(tmp_path / "m")
+    migrator = Migrator(db, tmp_path / "m")
+    calls: list[str] = []
+
+    def up(db: Any) -> None:
+        calls.append("up")
+        db.execute("CREATE TABLE flags (id INTEGER PRIMARY KEY, name VARCHAR(40))")
+
+    def down(db: Any) -> None:
+        calls.append("down")
+        db.execute("DROP TABLE flags")
+
+    migrator.register(5, "flags", up, down)
+    labels = ["1_create_users", "2_add_email", "0005_flags", "10_seed"]
+    assert [m.label for m in migrator.migrate()] == labels
+    assert "flags" in tables(db) and calls == ["up"]
+    assert [m.label for m in migrator.rollback(2)] == ["10_seed", "0005_flags"]
+    assert "flags" not in tables(db) and calls == ["up", "down"]
+    assert [(s.version, s.state) for s in migrator.status()][2] == (5, "pending")
+    db.disconnect()
+
+
+def test_a_registered_migration_needs_no_folder_and_fails_atomically(sqlite_url: str) -> None:
+    db = socketify.db.connect(sqlite_url)
+    migrator = Migrator(db)
+
+    def broken(db: Any) -> None:
+        db.execute("CREATE TABLE half_done (id INTEGER PRIMARY KEY)")
+        raise RuntimeError("migration bug")
+
+    migrator.register(20260720, "seed_flag", broken, lambda db: None)
+    with pytest.raises(MigrationError, match=r"20260720_seed_flag up failed .*as it was"):
+        migrator.migrate()
+    assert "half_done" not in tables(db)
+    assert [s.state for s in migrator.status()] == ["pending"]
+    with pytest.raises(MigrationError, match="no migrations folder"):
+        migrator.new("more")
+    db.disconnect()
+
+
+@pytest.mark.parametrize(
+    ("version", "name", "error"),
+    [
+        (-1, "x", "non-negative integer"),
+        ("3", "x", "non-negative integer"),
+        (True, "x", "non-negative integer"),
+        (3, "no spaces", "invalid migration name"),
+        (4, "twice", "already registered"),
+    ],
+)
+def test_bad_registrations_are_refused(version: Any, name: str, error: str) -> None:
+    migrator = Migrator(None)
+    migrator.register(4, "twice", print, print)
+    with pytest.raises(MigrationError, match=error):
+        migrator.register(version, name, print, print)
+
+
+def test_a_registered_version_that_a_file_also_has_is_refused(tmp_path: Path) -> None:
+    write(tmp_path, "0003_file.py", "pass", "pass")
+    migrator = Migrator(None, tmp_path)
+    migrator.register(3, "code", print, print)
+    with pytest.raises(MigrationError, match="two migrations have version 3: 0003_file"):
+        migrator.discover()
 
 
 @pytest.mark.parametrize(
@@ -218,6 +287,37 @@ def test_command_migrate_status_rollback(app_dir: Path, capsys: pytest.CaptureFi
     # Tables are left to migrations only while the command imports the app: an app imported
     # later in the same process (a test run, a notebook) creates its tables again.
     assert "SOCKETIFY_DB_MIGRATING" not in os.environ
+
+
+def test_the_command_sees_the_migrations_the_app_registers_in_code(
+    app_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with (app_dir / "shop_app.py").open("a") as app:
+        app.write(
+            textwrap.dedent(
+                """
+                from socketify.db.migrations import Migrator
+
+                migrator = Migrator(db)
+                migrator.register(
+                    5,
+                    "flags",
+                    lambda db: db.execute("CREATE TABLE flags (name VARCHAR(20))"),
+                    lambda db: db.execute("DROP TABLE flags"),
+                )
+                """
+            )
+        )
+    assert main(["migrate", "--app", "shop_app:server"]) == 0
+    assert "applied  0005_flags" in capsys.readouterr().out
+    assert main(["status", "--app", "shop_app:server"]) == 0
+    status = [line.split()[:3] for line in capsys.readouterr().out.splitlines()]
+    assert status[2] == ["applied", "5", "flags"]
+    assert main(["rollback", "2", "--app", "shop_app"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "rolled back  10_seed",
+        "rolled back  0005_flags",
+    ]
 
 
 def test_command_new_creates_the_file_beside_the_app(

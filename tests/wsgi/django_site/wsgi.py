@@ -1,0 +1,11 @@
+"""The project's WSGI application, as `django-admin startproject` writes it."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.wsgi.django_site.settings")
+
+application = get_wsgi_application()
