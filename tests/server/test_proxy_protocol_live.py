@@ -114,11 +114,18 @@ def who(port: int, *, tls: ssl.SSLContext | None = None, source: str = CLIENT) -
 
 
 def exchange(port: int, data: bytes, timeout: float = 10.0) -> tuple[bytes, float]:
-    """Send `data` on a raw connection; everything the server sent until it closed, and when."""
+    """Send `data` on a raw connection; everything the server sent until it closed, and when.
+
+    A server that closes with our bytes unread makes the kernel reset the connection: for
+    the refusals that is a close like any other.
+    """
     started = time.monotonic()
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+    received = b""
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock,
+        contextlib.suppress(ConnectionResetError, BrokenPipeError),
+    ):
         sock.sendall(data)
-        received = b""
         while chunk := sock.recv(65536):
             received += chunk
     return received, time.monotonic() - started
