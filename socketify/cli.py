@@ -49,6 +49,10 @@ run options:
   --redirect-http          http:// binds answer 308 to the same URL on the HTTPS port
   --no-http2               serve HTTP/1.1 only (default: HTTP/2 too when h2 is installed:
                            h2 by ALPN over TLS, h2c with prior knowledge on plain binds)
+  --proxy-protocol         every bind expects a PROXY protocol header (v1 or v2, from
+                           HAProxy or a TCP load balancer) naming the client's address
+  --proxy-allow NETS       comma-separated networks allowed to send it (default: the app's
+                           proxy_allow, else 127.0.0.0/8,::1); others are closed
   --wsgi                   APP is a WSGI application (default: detected by its signature)
   --root-path PATH         a WSGI app's SCRIPT_NAME: the prefix a proxy strips before us
   --trust-proxy            a WSGI app sees X-Forwarded-For/-Proto/-Host as the client's
@@ -159,6 +163,8 @@ def _parse_run(args: list[str]) -> argparse.Namespace:
     parser.add_argument("--ca-file")
     parser.add_argument("--redirect-http", action="store_true")
     parser.add_argument("--no-http2", action="store_true")
+    parser.add_argument("--proxy-protocol", action="store_true")
+    parser.add_argument("--proxy-allow")
     parser.add_argument("--wsgi", action="store_true")
     parser.add_argument("--root-path", default="")
     parser.add_argument("--trust-proxy", action="store_true")
@@ -236,11 +242,15 @@ def run(options: argparse.Namespace) -> int:
             plan=plan,
             access_log_format=options.access_log_format,
             http2=not options.no_http2,
+            proxy_protocol=options.proxy_protocol,
+            proxy_allow=_proxy_allow(options.proxy_allow),
             wsgi=wsgi,
         )
         tls = tls or (app.settings.tls if app is not None else None)
         if tls is not None:
             tls.build_context()  # fail here, in one line, rather than in every worker
+        if app is not None:
+            target.proxy_for(app)  # the same for the binds listed in proxy_protocol
     except (AppLoadError, ModuleNotFoundError) as exc:
         print(f"error: cannot load app {options.app!r}: {exc}", file=sys.stderr)
         return 1
@@ -256,8 +266,22 @@ def run(options: argparse.Namespace) -> int:
     if options.workers == 0:
         if options.access_log_format:
             add_access_log(getattr(target.app, "http", target.app), options.access_log_format)
-        return _run_in_process(target.app, binds, target.tls, plan, target.http2)
+        return _run_in_process(
+            target.app, binds, target.tls, plan, target.http2, target.proxy_for(app)
+        )
     return _run_master(options, target, settings, binds)
+
+
+def _proxy_allow(value: str | None) -> tuple[str, ...] | None:
+    """--proxy-allow's networks, checked here so a typo fails before any worker starts."""
+    if value is None:
+        return None
+    from socketify.core.options import ServerOptions
+
+    try:
+        return tuple(ServerOptions(proxy_allow=value).proxy_allow)
+    except ValueError as exc:
+        raise UsageError(f"--proxy-allow: {exc}") from None
 
 
 def _tls_options(options: argparse.Namespace) -> Any:
@@ -389,13 +413,18 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
 
 
 def _run_in_process(
-    app: Any, binds: list[str], tls: Any = None, plan: Any = None, http2: bool = True
+    app: Any,
+    binds: list[str],
+    tls: Any = None,
+    plan: Any = None,
+    http2: bool = True,
+    proxy: Any = None,
 ) -> int:
     from socketify.server.launch import InProcessRunner
     from workers.supervise.sockets import BindError
 
     try:
-        runner = InProcessRunner(app, binds, tls=tls, plan=plan, http2=http2)
+        runner = InProcessRunner(app, binds, tls=tls, plan=plan, http2=http2, proxy=proxy)
     except BindError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

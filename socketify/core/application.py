@@ -7,6 +7,10 @@ Theory of operation. `handle(req, res)` runs one request through the chain and n
    a path match without the method gives 405 (or 204 with Allow for OPTIONS);
 3. the matched route's frozen chain: group middleware, route middleware, handler.
 
+With host routers (`host("api.example.com")`, see `core.hosts`), step 2 first picks the
+router of the request's host, which runs its own middleware, then steps 2 and 3 on its own
+routes; a host no router matches uses the server's routes.
+
 A chain that stops without ending the response is finished for it: 404 if it stopped in a
 global middleware, otherwise the response is auto-finalized (status as set, 200 by default).
 Exceptions propagate up through `next()` — so a middleware can catch what it knows how to
@@ -34,6 +38,7 @@ from socketify.core.chain import Chain
 from socketify.core.compression import resolve as resolve_compression
 from socketify.core.coroutines import blocking, blocking_middleware
 from socketify.core.errors import HTTPError
+from socketify.core.hosts import HostRouter, HostTable, request_host
 from socketify.core.options import ServerOptions
 from socketify.core.request import Request
 from socketify.core.response import TEXT_PLAIN, Response
@@ -59,6 +64,8 @@ class Application(Registrar):
         self._error_handler: ErrorHandler | None = None
         self._compress = resolve_compression(self.settings.compression)
         self._chain: Chain | None = None  # the global chain, made when the routes freeze
+        self.hosts = HostTable()
+        self._hosts: HostTable | None = None  # `hosts` once frozen, when it has any
         folder = self.settings.templates
         # What `res.render` reads; Jinja2 itself is loaded on the first render.
         self.templates = Templates(folder) if folder is not None else None
@@ -86,6 +93,15 @@ class Application(Registrar):
         """Create a route group; its `.use()` middleware covers every route under `prefix`."""
         return self.router.add_group(prefix)
 
+    def host(self, pattern: str) -> HostRouter:
+        """The router of requests for host `pattern` ("api.example.com" or "*.example.com").
+
+        It has its own routes and middleware (`get`, `post`, `use`, `group`...); it is chosen
+        by the TLS SNI name, else the Host header; other hosts get this server's routes.
+        """
+        self.router.check_open()
+        return self.hosts.add(pattern)
+
     def on_error(self, handler: ErrorHandler) -> ErrorHandler:
         """Set `handler(req, res, exc)` to answer unexpected exceptions (usable as decorator)."""
         self._error_handler = blocking(handler, "the error handler")
@@ -96,6 +112,8 @@ class Application(Registrar):
         if self._chain is not None:
             return
         self.router.freeze()
+        self.hosts.freeze(self._dispatch_route)
+        self._hosts = self.hosts if self.hosts else None
         self._chain = Chain(self._middleware, self._dispatch)
 
     @property
@@ -139,14 +157,29 @@ class Application(Registrar):
             res.set_header("Allow", allow_header(self.router.methods(), with_options=True))
             res.send_status(204)
             return
+        hosts = self._hosts
+        if hosts is not None:
+            host = hosts.match(request_host(req))
+            if host is not None:
+                assert host.chain is not None
+                host.chain.run(req, res)
+                if not res.ended:
+                    _not_found(res)  # a host middleware stopped without answering
+                return
+        self._dispatch_route(self.router, req, res)
+
+    def _dispatch_route(self, router: Router, req: Request, res: Response) -> None:
+        """Find the route of `router` for `req`, run its chain, finish the answer."""
+        method = req.method
+        path = req.head.path
         # PERF: a static path's route first, as `Router.find` would look it up: most requests
         # go to one, and this spares them a call.
-        table = self.router.static_paths.get(path)
+        table = router.static_paths.get(path)
         route = (table.get(method) or table.get(ANY)) if table is not None else None
         if route is not None:
             params = allowed = None
         else:
-            route, params, allowed = self.router.find(method, path)
+            route, params, allowed = router.find(method, path)
         if route is None:
             if allowed is None:
                 _not_found(res)

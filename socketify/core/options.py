@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -69,6 +70,12 @@ class ServerOptions:
     http2_max_settings_per_second: int = 50
     http2_max_frame_size: int = 16384  # the largest frame we accept (FRAME_SIZE_ERROR past it)
     http2_send_timeout: float = 30.0  # an answer stalled on a zero window is reset after this
+    # PROXY protocol (v1 and v2, from HAProxy or a TCP load balancer): True makes every bind
+    # expect the header before anything else; a list of bind specs ("127.0.0.1:8001",
+    # "unix:/run/app.sock") only those. Only peers in `proxy_allow` (networks) may send it;
+    # other connections to such a bind are closed unread.
+    proxy_protocol: Any = False
+    proxy_allow: Any = ("127.0.0.0/8", "::1")
     templates: Any = None  # None or the folder `res.render` reads Jinja2 templates from
 
     def __post_init__(self) -> None:
@@ -83,10 +90,33 @@ class ServerOptions:
         frame_size = self.http2_max_frame_size
         if isinstance(frame_size, bool) or frame_size not in _FRAME_SIZES:
             raise ValueError(f"http2_max_frame_size must be 16384 to 16777215, not {frame_size!r}")
+        self._check_proxy()
         for name in ("max_requests", "max_requests_jitter"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+
+    def _check_proxy(self) -> None:
+        # Lists and comma-separated strings are stored as tuples: the options stay immutable.
+        binds = self.proxy_protocol
+        if isinstance(binds, str):
+            binds = [part for part in binds.split(",") if part.strip()]
+        if not isinstance(binds, bool):
+            if not isinstance(binds, list | tuple) or not all(isinstance(b, str) for b in binds):
+                raise ValueError(
+                    f"proxy_protocol must be True, False or a list of binds, got {binds!r}"
+                )
+            object.__setattr__(self, "proxy_protocol", tuple(b.strip() for b in binds))
+        allow = self.proxy_allow
+        if isinstance(allow, str):
+            allow = allow.split(",")
+        networks = []
+        for network in allow:
+            try:
+                networks.append(str(ipaddress.ip_network(str(network).strip(), strict=False)))
+            except ValueError:
+                raise ValueError(f"proxy_allow: {network!r} is not a network") from None
+        object.__setattr__(self, "proxy_allow", tuple(networks))
 
 
 @cache

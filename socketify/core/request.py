@@ -27,6 +27,7 @@ from socketify.core.urlencoded import parse_query
 if TYPE_CHECKING:
     from socketify.core.body import BodyLimits, UploadedFiles
     from socketify.protocol.http11 import RequestHead
+    from socketify.protocol.proxy_header import ProxyHeader
 
 __all__ = ["Request"]
 
@@ -65,7 +66,9 @@ class Request:
         "client_cert",
         "head",
         "method",
+        "proxy_header",
         "remote_addr",
+        "server_name",
         "started_ns",
         "trust_proxy",
     )
@@ -93,6 +96,11 @@ class Request:
         self.trust_proxy = trust_proxy
         self._scheme = scheme
         self.client_cert: dict[str, Any] | None = None  # the verified peer certificate (mTLS)
+        # The PROXY protocol header of a load balancer in front (its `source` is already
+        # `remote_addr`; `alpn`, `authority`, `unique_id`, `tls` and `tlv(type)` read the rest).
+        self.proxy_header: ProxyHeader | None = None
+        # The host name the client asked for in TLS (SNI), or the one the proxy in front saw.
+        self.server_name: str | None = None
         self._headers: Headers | None = None  # the mapping, built on first use
         # Fields middleware set on this request ({lower-case name: value, or None: removed});
         # the head stays as the client sent it.

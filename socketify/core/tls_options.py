@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TlsError", "TlsOptions"]
+__all__ = ["ServerSslObject", "TlsError", "TlsOptions"]
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
@@ -23,6 +23,12 @@ _CLIENT_AUTH = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "required"
 
 class TlsError(Exception):
     """The TLS configuration cannot be used (missing files, mismatched key, bad option)."""
+
+
+class ServerSslObject(ssl.SSLObject):
+    """The TLS session of one connection, which remembers the SNI name its client sent."""
+
+    server_name: str | None = None  # set during the handshake by the context's SNI callback
 
 
 @dataclass(frozen=True)
@@ -72,19 +78,23 @@ class TlsOptions:
         """
         protocols = self.protocols(http2)
         context = self._context(self.cert_file, self.key_file, protocols)
-        if self.sni:
-            # Each name's context offers ALPN too: OpenSSL asks the one SNI switched to.
-            by_host = {
-                host.lower(): self._context(cert, key, protocols)
-                for host, (cert, key) in self.sni.items()
-            }
+        # Each name's context offers ALPN too: OpenSSL asks the one SNI switched to.
+        by_host = {
+            host.lower(): self._context(cert, key, protocols)
+            for host, (cert, key) in self.sni.items()
+        }
 
-            def select(sock: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> None:
-                chosen = by_host.get((server_name or "").lower())
-                if chosen is not None:
-                    sock.context = chosen
+        def select(sock: ssl.SSLObject, server_name: str | None, _: ssl.SSLContext) -> None:
+            # The name is kept for the request (per-host routers read it): the handshake is
+            # the only moment OpenSSL tells a server which name its client asked for.
+            if isinstance(sock, ServerSslObject):
+                sock.server_name = server_name
+            chosen = by_host.get((server_name or "").lower())
+            if chosen is not None:
+                sock.context = chosen
 
-            _set_sni_callback(context, select)
+        context.sslobject_class = ServerSslObject
+        _set_sni_callback(context, select)
         return context
 
     def _context(self, cert_file: str, key_file: str, protocols: tuple[str, ...]) -> ssl.SSLContext:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from socketify.core.application import Application
     from socketify.core.tls_options import TlsOptions
+    from socketify.server.proxy_intake import ProxyIntake
     from socketify.server.schemes import BindPlan
     from socketify.server.service import HttpService
     from socketify.server.tcp_service import TcpService
@@ -139,20 +140,24 @@ def probe_app(spec: str, wsgi: WsgiOptions | None = None) -> None:
     import json
 
     from socketify.core.tls_options import TlsError
+    from socketify.server.proxy_intake import ProxyIntake
     from socketify.tcp.bundle import Bundle
     from socketify.tcp.service import Service
+    from workers.supervise.sockets import BindError
 
     module = spec.partition(":")[0]
     try:
         app = load_app(spec, wsgi)
         if app.settings.tls is not None:
             app.settings.tls.build_context()
+        if not isinstance(app, Service):
+            ProxyIntake.build(app.settings.proxy_protocol, app.settings.proxy_allow)
     except ModuleNotFoundError as exc:
         if not exc.name or not (module == exc.name or module.startswith(exc.name + ".")):
             raise  # a module the app imports is missing: the traceback says where
         print(json.dumps({"error": str(exc)}))
         raise SystemExit(PROBE_LOAD_ERROR) from None
-    except (AppLoadError, TlsError) as exc:
+    except (AppLoadError, TlsError, BindError) as exc:
         print(json.dumps({"error": str(exc)}))
         raise SystemExit(PROBE_LOAD_ERROR) from None
     settings = {name: getattr(app.settings, name, False) for name in _PROBED}
@@ -188,8 +193,12 @@ def services_for_target(
     plan: BindPlan | None,
     on_request: Any = None,
     http2: bool = True,
+    proxy: ProxyIntake | None = None,
 ) -> list[HttpService | TcpService]:
-    """What serves `app` on `sockets` in this worker: HTTP services and TCP services."""
+    """What serves `app` on `sockets` in this worker: HTTP services and TCP services.
+
+    `proxy` (which binds expect a PROXY protocol header) applies to the HTTP services only.
+    """
     from socketify.server.schemes import services_for
     from socketify.server.tcp_service import TcpService
     from socketify.tcp.bundle import Bundle
@@ -198,7 +207,11 @@ def services_for_target(
     if isinstance(app, Service):
         return [TcpService(app, sockets, tls=tls, on_connection=on_request)]
     if not isinstance(app, Bundle):
-        return [*services_for(app, sockets, tls=tls, plan=plan, on_request=on_request, http2=http2)]
+        return [
+            *services_for(
+                app, sockets, tls=tls, plan=plan, on_request=on_request, http2=http2, proxy=proxy
+            )
+        ]
     by_service: dict[Service, list[Any]] = {}
     http_sockets = []
     for sock in sockets:
@@ -213,7 +226,13 @@ def services_for_target(
     ]
     if http_sockets:
         services += services_for(
-            app.http, http_sockets, tls=tls, plan=plan, on_request=on_request, http2=http2
+            app.http,
+            http_sockets,
+            tls=tls,
+            plan=plan,
+            on_request=on_request,
+            http2=http2,
+            proxy=proxy,
         )
     return services
 
@@ -224,7 +243,10 @@ class ServeApp:
     `tls` (TlsOptions from the command line) overrides the app's own `tls` setting; `plan`
     says which binds serve plain HTTP beside it (`--bind http://...`, see server.schemes);
     `access_log_format` ("dev", "common" or "json") logs every request from the command line;
-    `http2=False` turns HTTP/2 off (`--no-http2`); `wsgi` says how a WSGI app is served.
+    `http2=False` turns HTTP/2 off (`--no-http2`); `wsgi` says how a WSGI app is served;
+    `proxy_protocol=True` makes every bind expect a PROXY protocol header
+    (`--proxy-protocol`), from the networks in `proxy_allow` (`--proxy-allow`, else the app's
+    own `proxy_allow`).
     """
 
     def __init__(
@@ -235,6 +257,8 @@ class ServeApp:
         plan: BindPlan | None = None,
         access_log_format: str | None = None,
         http2: bool = True,
+        proxy_protocol: bool = False,
+        proxy_allow: tuple[str, ...] | None = None,
         wsgi: WsgiOptions | None = None,
     ) -> None:
         self.app = app
@@ -243,6 +267,24 @@ class ServeApp:
         self.plan = plan
         self.access_log_format = access_log_format
         self.http2 = http2
+        self.proxy_protocol = proxy_protocol
+        self.proxy_allow = proxy_allow
+
+    def proxy_for(self, app: Application | Service | Bundle) -> ProxyIntake | None:
+        """The PROXY protocol settings: the command line's over the app's own options.
+
+        None for a TCP service: its binds take no PROXY header (not supported there yet).
+        """
+        from socketify.server.proxy_intake import ProxyIntake
+        from socketify.tcp.service import Service
+
+        if isinstance(app, Service):
+            return None
+        settings = app.settings
+        return ProxyIntake.build(
+            True if self.proxy_protocol else settings.proxy_protocol,
+            self.proxy_allow if self.proxy_allow is not None else settings.proxy_allow,
+        )
 
     def __call__(self, ctx: WorkerContext) -> None:
         import gevent
@@ -261,6 +303,7 @@ class ServeApp:
             plan=self.plan,
             on_request=ctx.request_done,
             http2=self.http2,
+            proxy=self.proxy_for(app),
         )
         for service in services:
             service.start()

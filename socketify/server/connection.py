@@ -9,6 +9,10 @@ the service's sweeper throws `Expired` into a connection whose deadline has pass
 requests already in the buffer are answered in one batch and written with one send; after a
 batch served without waiting, the greenlet yields so no connection starves the others.
 
+On a bind behind a TCP proxy the connection first reads the PROXY protocol header (see
+`server.proxy_intake`), before the TLS handshake: the client address it names becomes `addr`,
+and the bytes that came with it are handed on to TLS or the HTTP parser.
+
 A connection that speaks HTTP/2 (TLS chose `h2` by ALPN, or a cleartext client opened with
 the HTTP/2 preface) is handed to `server.http2.Http2Session` after the handshake or its first
 read, and this greenlet becomes that session's reader.
@@ -35,6 +39,7 @@ from gevent import GreenletExit, get_hub, getcurrent, sleep
 from socketify.core.request import Request
 from socketify.core.response import Response
 from socketify.protocol.http11 import CLOSED, NEED_DATA, ParseError, RequestHead, ServerConnection
+from socketify.protocol.proxy_header import ProxyHeader, ProxyHeaderError, ProxyHeaderParser
 from socketify.server.errors import Expired, PeerGone
 from socketify.server.exchange import FileRange, request_for, response_parts
 from socketify.server.file_sender import send_file
@@ -45,6 +50,9 @@ from socketify.server.tls_stream import TlsStream
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 if TYPE_CHECKING:
+    import ssl
+
+    from socketify.server.proxy_intake import ProxyIntake
     from socketify.server.service import HttpService
 
 log = logging.getLogger("socketify.error")
@@ -56,8 +64,9 @@ LINGER_SECONDS = 2.0  # how long we drain input after an answer we close on, so 
 _monotonic = time.monotonic
 
 # DISCARD: reading input only to drop it (an unread body after the answer, or before a
-# close); its deadline passing closes silently, as WRITE's does.
-IDLE, HEAD, BODY, HANDLER, WRITE, UPGRADED, DISCARD = range(7)
+# close); its deadline passing closes silently, as WRITE's does. PREAMBLE: waiting for the
+# PROXY protocol header, bounded by header_timeout.
+IDLE, HEAD, BODY, HANDLER, WRITE, UPGRADED, DISCARD, PREAMBLE = range(8)
 
 
 class Connection:
@@ -75,16 +84,30 @@ class Connection:
         "greenlet",
         "http",
         "http2",
+        "origin_scheme",
         "peer_cert",
         "phase",
+        "proxy",
+        "proxy_header",
         "scheme",
+        "server_name",
         "service",
         "sock",
+        "tls",
         "write_watcher",
     )
 
-    def __init__(self, service: HttpService, sock: Any, addr: str) -> None:
-        # `sock` is a plain non-blocking socket, or a `TlsStream` with the same recv/send contract.
+    def __init__(
+        self,
+        service: HttpService,
+        sock: Any,
+        addr: str,
+        *,
+        tls: ssl.SSLContext | None = None,
+        proxy: ProxyIntake | None = None,
+    ) -> None:
+        # `sock` is a plain non-blocking socket; with `tls`, `serve` wraps it in a `TlsStream`
+        # (same recv/send contract) once the PROXY header, if `proxy` expects one, is read.
         self.service = service
         self.sock = sock
         self.addr = addr
@@ -102,7 +125,13 @@ class Connection:
         self.phase = IDLE
         self.deadline: float | None = None
         self.greenlet: Any = None
-        self.scheme = "https" if isinstance(sock, TlsStream) else "http"
+        self.tls = tls
+        self.scheme = "https" if tls is not None else "http"
+        self.proxy = proxy
+        # The PROXY header the load balancer sent, and the scheme the client used at it.
+        self.proxy_header: ProxyHeader | None = None
+        self.origin_scheme = self.scheme
+        self.server_name: str | None = None  # the host the client named in TLS (SNI)
         self.peer_cert: dict[str, Any] | None = None
         self._body_time = 0.0  # seconds left of the current body's deadline
         self.http2: Any = None  # the Http2Session this connection was handed to, if any
@@ -113,15 +142,25 @@ class Connection:
         """Answer requests until the client leaves, an error closes, or the server stops."""
         service = self.service
         try:
-            if self.scheme == "https":
+            early = b""  # the client's bytes that came with the PROXY header
+            if self.proxy is not None:
+                received = self._read_proxy_header()
+                if received is None:
+                    return
+                early = received
+            if self.tls is not None:
+                self.sock = TlsStream(self.tls, self.sock, early)
                 if not self._handshake():
                     return
                 if service.http2 and self.sock.alpn_protocol == "h2":
                     self._serve_http2(b"")
                     return
-            elif service.http2 and self._starts_http2():
-                self._serve_http2(self.http.take_buffered())
-                return
+            else:
+                if early:
+                    self.http.receive_data(early)
+                if service.http2 and self._starts_http2():
+                    self._serve_http2(self.http.take_buffered())
+                    return
             self._serve_requests()
         except Expired as exc:
             self._expired(exc.phase)
@@ -135,6 +174,42 @@ class Connection:
             self.close()
             service.forget(self)
 
+    def _read_proxy_header(self) -> bytes | None:
+        """Read the PROXY header within header_timeout; the bytes after it, or None: close."""
+        proxy = self.proxy
+        assert proxy is not None
+        if not proxy.allows(self.addr):
+            log.warning("closed a connection from %s: not allowed to send PROXY", self.addr)
+            return None
+        parser = ProxyHeaderParser()
+        self.phase = PREAMBLE
+        self.deadline = _monotonic() + self.service.options.header_timeout
+        try:
+            while True:
+                try:
+                    data = self.sock.recv(READ_SIZE)
+                except BlockingIOError:
+                    self.wait_readable()
+                    continue
+                header = parser.feed(data)
+                if header is not None:
+                    break
+        except ProxyHeaderError as exc:
+            log.warning("closed a connection from %s: %s", self.addr, exc)
+            return None
+        except Expired:
+            log.warning("closed a connection from %s: no PROXY header in time", self.addr)
+            return None
+        self.phase = IDLE
+        self.proxy_header = header
+        if header.source is not None:
+            self.addr = "unix" if header.family == "UNIX" else header.source[0]
+        self.server_name = header.authority  # the SNI name the proxy saw, if it says
+        tls_info = header.tls
+        if tls_info is not None and tls_info.client_ssl:
+            self.origin_scheme = "https"  # the proxy ended the client's TLS
+        return parser.rest
+
     def _handshake(self) -> bool:
         """Complete the TLS handshake within idle_timeout; False (close silently) if it fails."""
         sock = self.sock
@@ -147,6 +222,7 @@ class Connection:
                 return False  # a failed handshake costs nothing else: no answer, no log noise
             if step == 0:
                 self.peer_cert = sock.peer_certificate()
+                self.server_name = sock.server_name or self.server_name
                 return True
             if step == 1:
                 self.wait_readable()
@@ -160,8 +236,9 @@ class Connection:
         bytes in the parser and goes on as if nothing happened.
         """
         self.deadline = _monotonic() + self.service.options.idle_timeout
-        self._receive()
         http = self.http
+        if not http.buffered:  # bytes that came with a PROXY header are already there
+            self._receive()
         while True:
             start = http.peek(len(PREFACE))
             if start == PREFACE:
@@ -314,8 +391,10 @@ class Connection:
             self._wait_for_body,
             self.addr,
             opts.trust_proxy,
-            self.scheme,
+            self.origin_scheme,
             self.peer_cert,
+            self.proxy_header,
+            self.server_name,
         )
         if body is not None:
             self._body_time = opts.body_timeout

@@ -26,6 +26,7 @@ from typing import Any
 from socketify.core.request import Request
 from socketify.core.response import Response
 from socketify.protocol.http11 import HeaderField, RequestHead, ServerConnection
+from socketify.protocol.proxy_header import ProxyHeader
 from socketify.server.request_body import RequestBody
 
 __all__ = ["FileRange", "request_for", "response_parts"]
@@ -49,6 +50,8 @@ def request_for(
     trust_proxy: bool = False,
     scheme: str = "http",
     client_cert: dict[str, Any] | None = None,
+    proxy_header: ProxyHeader | None = None,
+    server_name: str | None = None,
 ) -> tuple[Request, RequestBody | None]:
     """The request for `head` and its unread body (None when it has none)."""
     if head.chunked or head.content_length:
@@ -60,6 +63,10 @@ def request_for(
         req = Request(head, b"", remote_addr, trust_proxy, scheme)
     if client_cert is not None:
         req.client_cert = client_cert
+    if proxy_header is not None:
+        req.proxy_header = proxy_header
+    if server_name is not None:
+        req.server_name = server_name
     return req, body
 
 

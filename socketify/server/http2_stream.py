@@ -145,9 +145,12 @@ class Stream:
             no_body = self._ended and head.content_length is None
             no_body = no_body and not self._chunks and not self._trailers
             body = b"" if no_body else _Body(self)
-            req = Request(head, body, conn.addr, opts.trust_proxy, conn.scheme)
+            req = Request(head, body, conn.addr, opts.trust_proxy, conn.origin_scheme)
             if conn.peer_cert is not None:
                 req.client_cert = conn.peer_cert
+            if conn.proxy_header is not None:
+                req.proxy_header = conn.proxy_header
+            req.server_name = conn.server_name
             res = Response(req)
             try:
                 if opts.request_timeout:

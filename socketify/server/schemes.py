@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from socketify.core.application import Application
     from socketify.core.request import Request
     from socketify.core.response import Response
+    from socketify.server.proxy_intake import ProxyIntake
     from socketify.server.service import HttpService
 
 __all__ = ["BindPlan", "SchemeError", "redirect_app", "services_for"]
@@ -93,18 +94,9 @@ class BindPlan:
 
     def is_plain(self, bound: Any) -> bool:
         """Whether a bound address (`getsockname()` or a master address) is an http:// one."""
-        for address in self._plain_addresses:
-            if isinstance(address, UnixAddress):
-                matched = bound == address.path
-            else:
-                matched = (
-                    isinstance(bound, tuple)
-                    and bound[0] == address.host
-                    and address.port in (0, bound[1])
-                )
-            if matched:
-                return True
-        return False
+        from socketify.server.proxy_intake import bound_matches
+
+        return any(bound_matches(bound, address) for address in self._plain_addresses)
 
 
 def services_for(
@@ -115,25 +107,29 @@ def services_for(
     plan: BindPlan | None,
     on_request: Callable[[], Any] | None = None,
     http2: bool = True,
+    proxy: ProxyIntake | None = None,
 ) -> list[HttpService]:
     """The HttpServices that serve `sockets`: with TLS, and plain (the app or the redirect).
 
-    `http2=False` turns HTTP/2 off whatever the app's options say (`--no-http2`).
+    `http2=False` turns HTTP/2 off whatever the app's options say (`--no-http2`); `proxy`
+    says which binds expect a PROXY protocol header (see `server.proxy_intake`).
     """
     from socketify.server.service import HttpService
 
     if tls is None or plan is None or not plan.plain:
-        return [HttpService(app, sockets, on_request=on_request, tls=tls, http2=http2)]
+        return [HttpService(app, sockets, on_request=on_request, tls=tls, http2=http2, proxy=proxy)]
     plain = [sock for sock in sockets if plan.is_plain(sock.getsockname())]
     secure = [sock for sock in sockets if sock not in plain]
     services = []
     if secure:
-        services.append(HttpService(app, secure, on_request=on_request, tls=tls, http2=http2))
+        services.append(
+            HttpService(app, secure, on_request=on_request, tls=tls, http2=http2, proxy=proxy)
+        )
     if plain:
         if plan.redirect_http:
             ports = [sock.getsockname() for sock in secure if sock.family != socket.AF_UNIX]
             app = redirect_app(app, ports[0][1] if ports else None)
-        services.append(HttpService(app, plain, on_request=on_request, http2=http2))
+        services.append(HttpService(app, plain, on_request=on_request, http2=http2, proxy=proxy))
     return services
 
 

@@ -28,12 +28,13 @@ from gevent.monkey import get_original
 from socketify.core.options import http2_available
 from socketify.server import green_asyncio
 from socketify.server.connection import IDLE, Connection
-from socketify.server.tls_stream import TlsStream, server_context
+from socketify.server.tls_stream import server_context
 
 if TYPE_CHECKING:
     from socketify.core.application import Application
     from socketify.core.options import ServerOptions
     from socketify.core.tls_options import TlsOptions
+    from socketify.server.proxy_intake import ProxyIntake
 
 _PlainSocket = get_original("socket", "socket")
 
@@ -56,6 +57,7 @@ class HttpService:
         on_request: Callable[[], Any] | None = None,
         tls: TlsOptions | None = None,
         http2: bool = True,
+        proxy: ProxyIntake | None = None,
     ) -> None:
         self.app = app
         self.options: ServerOptions = app.settings
@@ -70,6 +72,11 @@ class HttpService:
         self._listeners = [_raw_listener(sock) for sock in listeners]
         loop = get_hub().loop
         self._watchers = [loop.io(sock.fileno(), 1) for sock in self._listeners]
+        # Per listener: the PROXY protocol settings when its bind expects the header, else None.
+        self._proxies = [
+            proxy if proxy is not None and proxy.covers(sock.getsockname()) else None
+            for sock in listeners
+        ]
         self._paused = False
         self._sweeper: Any = None
         self._drained = gevent.event.Event()
@@ -91,13 +98,12 @@ class HttpService:
         """Begin accepting; returns at once (everything runs in greenlets)."""
         app = self.app
         app.freeze()
-        for watcher, sock in zip(self._watchers, self._listeners, strict=True):
-            watcher.start(self._accept, sock)
+        self._start_watchers()
         self._sweeper = gevent.spawn(self._sweep)
 
     # -- accepting ------------------------------------------------------------------------------
 
-    def _accept(self, listener: Any) -> None:
+    def _accept(self, listener: Any, proxy: ProxyIntake | None) -> None:
         limit = self.options.max_connections
         for _ in range(_ACCEPT_BATCH):
             if len(self.connections) >= limit:
@@ -114,18 +120,18 @@ class HttpService:
                 elif exc.errno not in (errno.ECONNABORTED, errno.EPROTO, errno.EINTR):
                     log.error("accept failed: %s", exc)
                 return
-            self._spawn(plain_socket(listener.family, listener.type, listener.proto, fd), addr)
+            sock = plain_socket(listener.family, listener.type, listener.proto, fd)
+            self._spawn(sock, addr, proxy)
 
-    def _spawn(self, sock: Any, addr: Any) -> None:
+    def _spawn(self, sock: Any, addr: Any, proxy: ProxyIntake | None) -> None:
         sock.setblocking(False)
         if sock.family != socket.AF_UNIX:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             peer = addr[0]
         else:
             peer = "unix"
-        if self._tls_context is not None:
-            sock = TlsStream(self._tls_context, sock)  # the handshake runs in the greenlet
-        conn = Connection(self, sock, peer)
+        # TLS (its handshake) and the PROXY header run in the connection's greenlet.
+        conn = Connection(self, sock, peer, tls=self._tls_context, proxy=proxy)
         self.connections.add(conn)
         self._drained.clear()
         conn.greenlet = gevent.spawn_raw(conn.serve)
@@ -151,8 +157,13 @@ class HttpService:
         if not self._paused or self.stopping:
             return
         self._paused = False
-        for watcher, sock in zip(self._watchers, self._listeners, strict=True):
-            watcher.start(self._accept, sock)
+        self._start_watchers()
+
+    def _start_watchers(self) -> None:
+        for watcher, sock, proxy in zip(
+            self._watchers, self._listeners, self._proxies, strict=True
+        ):
+            watcher.start(self._accept, sock, proxy)
 
     # -- deadlines ------------------------------------------------------------------------------
 

@@ -30,10 +30,13 @@ class TlsStream:
 
     __slots__ = ("_incoming", "_obj", "_outgoing", "_raw", "family", "handshaken", "unsent")
 
-    def __init__(self, context: ssl.SSLContext, raw: Any) -> None:
+    def __init__(self, context: ssl.SSLContext, raw: Any, received: bytes = b"") -> None:
+        # `received`: ciphertext already read off `raw` (it came with a PROXY header).
         self._raw = raw
         self.family = raw.family
         self._incoming = ssl.MemoryBIO()
+        if received:
+            self._incoming.write(received)
         self._outgoing = ssl.MemoryBIO()
         self._obj = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
         self.unsent: bytes | memoryview = b""  # ciphertext the kernel has not taken yet
@@ -130,6 +133,12 @@ class TlsStream:
     def peer_certificate(self) -> dict[str, Any] | None:
         """The verified client certificate (mTLS), as `getpeercert()` gives it."""
         return self._obj.getpeercert() or None
+
+    @property
+    def server_name(self) -> str | None:
+        """The SNI name the client sent, once the handshake is done (None without one)."""
+        name = getattr(self._obj, "server_name", None)
+        return name if isinstance(name, str) else None
 
     @property
     def alpn_protocol(self) -> str | None:
