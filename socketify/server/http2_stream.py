@@ -275,9 +275,9 @@ class Stream:
             piece = rest[:SEND_CHUNK]
             sent = proto.send_data(sid, piece, end and len(piece) == len(rest))
             if sent == SEND_CHUNK:
-                # PERF: a full chunk goes to the socket now, not at the end of the loop turn.
-                # h2 frames into one buffer that it copies as it grows: a large body framed
-                # whole before a flush costs about twice the CPU of one written by chunks.
+                # A full chunk goes to the socket now, not at the end of the loop turn: h2
+                # would otherwise hold a large body framed whole in one buffer, copied as it
+                # grows, and the backlog bound below would see it only once all was framed.
                 session.flush()
             else:
                 session.schedule_flush()
