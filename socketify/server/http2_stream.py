@@ -47,7 +47,8 @@ __all__ = ["Stream"]
 
 log = logging.getLogger("socketify.error")
 
-FILE_CHUNK = 65536
+SEND_CHUNK = 1 << 18  # body bytes framed per flush (see send_all)
+FILE_CHUNK = SEND_CHUNK
 _TEXT = header_field("Content-Type", "text/plain; charset=utf-8")
 
 
@@ -316,19 +317,27 @@ class Stream:
         session = self.session
         proto, sid = self.proto, self.stream_id
         timeout = session.options.http2_send_timeout
+        rest = memoryview(data) if len(data) > SEND_CHUNK else data
         while True:
-            sent = proto.send_data(sid, data, end)
-            session.schedule_flush()
-            if sent == len(data):
-                break
-            data = memoryview(data)[sent:]
+            piece = rest[:SEND_CHUNK]
+            sent = proto.send_data(sid, piece, end and len(piece) == len(rest))
+            if sent == SEND_CHUNK:
+                # A full chunk goes to the socket now, not at the end of the loop turn: h2
+                # would otherwise hold a large body framed whole in one buffer, copied as it
+                # grows, and the backlog bound below would see it only once all was framed.
+                session.flush()
+            else:
+                session.schedule_flush()
+            if not session.wait_drained(timeout):
+                self._stalled()
+            if sent == len(rest):
+                return
+            rest = rest[sent:]
             while proto.window(sid) <= 0:
                 if self._gone:
                     raise StreamClosed(sid)
                 if not self._wait(timeout):
                     self._stalled()
-        if not session.wait_drained(timeout):
-            self._stalled()
 
     def _stalled(self) -> None:
         log.info("HTTP/2 stream %d: the client took nothing for a while; reset", self.stream_id)
