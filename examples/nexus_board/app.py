@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from pony.orm import commit, count, select
+from pony.orm import commit, count, db_session, select
 
 import socketify.db
 from socketify import HTTPError, Request, Response, Server, cors, ratelimit, static_files
@@ -143,7 +143,10 @@ server.use(
     )
 )
 server.use(ratelimit.middleware(*rate("NEXUS_RATE_LIMIT", "120/40"), key=client_key))
-server.use(socketify.db.middleware(db))  # a db_session per request; Pony errors -> HTTP
+# A db_session per request on the routes that use the database; Pony errors -> HTTP. Not a
+# server-wide middleware: a session holds its connection from the first query to the end of
+# the request, and sign-in must not hold one while it hashes a password.
+in_db = socketify.db.middleware(db)
 auth_limit = ratelimit.middleware(
     *rate("NEXUS_AUTH_RATE_LIMIT", "10/0.2"),
     message="too many sign-in attempts; wait a minute and try again",
@@ -156,7 +159,7 @@ def api(method: str, pattern: str) -> Callable[[Handler], Handler]:
     """Register the decorated handler at /api + `pattern`, for signed-in users only."""
 
     def register(handler: Handler) -> Handler:
-        server.route(method, "/api" + pattern, handler).use(require_auth)
+        server.route(method, "/api" + pattern, handler).use(in_db).use(require_auth)
         return handler
 
     return register
@@ -177,7 +180,6 @@ def member_ids(project: Project) -> list[int]:
     return [member.id for member in project.members]
 
 
-@server.get("/api/events")
 def events(req: Request, res: Response) -> None:
     user_id = req.session.get("user_id")
     user = User.get(id=user_id) if isinstance(user_id, int) else None
@@ -190,6 +192,9 @@ def events(req: Request, res: Response) -> None:
     hello = {"user": user.as_json(), "worker": os.getpid()}
     stream.send_event("hello", orjson.dumps(hello).decode())
     hub.join(f"user:{user.id}", stream)
+
+
+server.get("/api/events", events).use(in_db)
 
 
 @server.get("/api/health")
@@ -205,10 +210,10 @@ CREDENTIALS = [
 ]
 
 
-def sign_in(req: Request, user: User) -> None:
+def sign_in(req: Request, user_id: int) -> None:
     # A new session id at every sign-in: an id planted before it (fixation) is worth nothing.
     req.session.regenerate()
-    req.session["user_id"] = user.id
+    req.session["user_id"] = user_id
 
 
 @body([*CREDENTIALS, field("name").required().string().min(1).max(60)])
@@ -218,28 +223,31 @@ def register(req: Request, res: Response) -> None:
     if not name:
         res.json_error(422, "a name is required")
         return
+    password_hash = hash_password(doc["password"])  # before the first query: see `in_db`
     if User.exists(email=email):
         res.json_error(409, "that email is already registered")
         return
-    user = User(email=email, name=name, password_hash=hash_password(doc["password"]))
+    user = User(email=email, name=name, password_hash=password_hash)
     commit()
-    sign_in(req, user)
+    sign_in(req, user.id)
     res.status(201).json({"user": user.as_json()})
 
 
 @body(CREDENTIALS)
 def login(req: Request, res: Response) -> None:
     doc = req.locals["body"]
-    user = User.get(email=doc["email"].strip().lower())
-    stored = user.password_hash if user is not None else unknown_user_hash()
-    if not verify_password(doc["password"], stored) or user is None:
+    with db_session:  # short: the connection goes back before the slow hash
+        user = User.get(email=doc["email"].strip().lower())
+        found = (user.id, user.password_hash, user.as_json()) if user is not None else None
+    stored = found[1] if found is not None else unknown_user_hash()
+    if not verify_password(doc["password"], stored) or found is None:
         res.json_error(401, "wrong email or password")
         return
-    sign_in(req, user)
-    res.json({"user": user.as_json()})
+    sign_in(req, found[0])
+    res.json({"user": found[2]})
 
 
-server.post("/api/auth/register", register).use(auth_limit)
+server.post("/api/auth/register", register).use(auth_limit).use(in_db)
 server.post("/api/auth/login", login).use(auth_limit)
 
 
@@ -249,7 +257,6 @@ def logout(req: Request, res: Response) -> None:
     res.send_status(204)
 
 
-@server.get("/api/auth/me")
 def me(req: Request, res: Response) -> None:
     user_id = req.session.get("user_id")
     user = User.get(id=user_id) if isinstance(user_id, int) else None
@@ -257,6 +264,9 @@ def me(req: Request, res: Response) -> None:
         res.status(401).json({"user": None})
     else:
         res.json({"user": user.as_json()})
+
+
+server.get("/api/auth/me", me).use(in_db)
 
 
 @api("PATCH", "/profile")
