@@ -9,7 +9,7 @@ from pony.orm import Optional, Required, Set
 
 import socketify.db
 
-__all__ = ["STATUSES", "Comment", "Project", "Task", "User", "db", "now"]
+__all__ = ["STATUSES", "Comment", "Project", "Task", "User", "db", "now", "stamp"]
 
 STATUSES = ("todo", "doing", "done")
 
@@ -22,6 +22,7 @@ def now() -> datetime:
 
 
 def stamp(moment: datetime) -> str:
+    """A stored time as ISO 8601 in UTC, as the API answers it."""
     return moment.isoformat() + "Z"
 
 
