@@ -100,12 +100,8 @@ def api_answers_json(req: Request, res: Response, next: Callable[[], None]) -> N
         return
     if res.status_code >= 400 and not (res.content_type or "").startswith("application/json"):
         message = res.body.decode(errors="replace").strip() or "request refused"
-        status, allow = res.status_code, res.get_header("Allow")
-        retry_after = res.get_header("Retry-After")
-        res.reset_for_error()
-        for name, value in (("Allow", allow), ("Retry-After", retry_after)):
-            if value is not None:
-                res.set_header(name, value)
+        status = res.status_code
+        res.reset_for_error()  # keeps Allow, Retry-After and the rate-limit headers
         res.json_error(status, message)
 
 
@@ -125,12 +121,10 @@ server = Server(compression=CompressionOptions(min_size=512), max_body_size=8 <<
 if os.environ.get("NEXUS_ACCESS_LOG", "1") != "0":
     server.use(access_log.middleware())
 server.use(request_id())
-# Credentialed CORS for a front end served from another origin (a dev server, say).
-server.use(
-    cors.middleware(
-        reflect_origin=True, allow_credentials=True, allow_headers="Content-Type, X-Requested-With"
-    )
-)
+# Credentialed CORS only for the origins listed (a front-end dev server, say): reflecting
+# any origin with credentials would let every web site act as the signed-in user.
+if origins := [o.strip() for o in os.environ.get("NEXUS_CORS_ORIGINS", "").split(",") if o.strip()]:
+    server.use(cors.middleware(origins, allow_credentials=True, allow_headers="Content-Type"))
 server.use(api_answers_json)
 server.use(static_files.serve(UPLOADS, "/uploads", cache_max_age=3600))
 server.use(static_files.spa(PUBLIC, exclude=["/api", "/uploads"], cache_max_age=60))

@@ -31,6 +31,7 @@ PACKAGE = "examples.nexus_board"
 SCREENSHOT = REPO / "docs" / "screenshots" / "nexus-board.png"
 PAGE = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}  # what a browser navigation sends
 PASSWORD = "correct horse battery"
+FRONT_END_ORIGIN = "http://localhost:5173"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
 _addresses = (f"10.0.0.{n}" for n in itertools.count(1))
 
@@ -48,6 +49,7 @@ def nexus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
         patch.setenv("NEXUS_DB", f"sqlite:///{folder / 'nexus.db'}")
         patch.setenv("NEXUS_UPLOADS", str(folder / "uploads"))
         patch.setenv("NEXUS_ACCESS_LOG", "0")
+        patch.setenv("NEXUS_CORS_ORIGINS", FRONT_END_ORIGIN)
         _forget_app()
         yield importlib.import_module(APP)
         _forget_app()
@@ -329,6 +331,26 @@ def test_api_errors_stay_json_and_page_navigations_get_the_front_end(nexus: Modu
     public = REPO / "examples" / "nexus_board" / "public"
     for module in public.rglob("*.js"):
         assert "innerHTML" not in module.read_text(), module
+
+
+def test_cors_admits_only_the_listed_front_end_origin(nexus: ModuleType) -> None:
+    visitor, _ = signed_up(nexus, "Cors")
+    preflight = {
+        "Access-Control-Request-Method": "PATCH",
+        "Access-Control-Request-Headers": "content-type",
+    }
+    allowed = visitor.options("/api/tasks/1", headers={"Origin": FRONT_END_ORIGIN, **preflight})
+    assert allowed.headers["Access-Control-Allow-Origin"] == FRONT_END_ORIGIN
+    assert allowed.headers["Access-Control-Allow-Credentials"] == "true"
+    answer = visitor.get("/api/projects", headers={"Origin": FRONT_END_ORIGIN})
+    assert answer.headers["Access-Control-Allow-Origin"] == FRONT_END_ORIGIN
+    # Any other site gets no CORS grant: the browser keeps the signed-in user's data from it.
+    other = visitor.get("/api/projects", headers={"Origin": "https://evil.example"})
+    assert "Access-Control-Allow-Origin" not in other.headers
+    refused = visitor.options(
+        "/api/tasks/1", headers={"Origin": "https://evil.example", **preflight}
+    )
+    assert "Access-Control-Allow-Origin" not in refused.headers
 
 
 def test_event_streams_need_a_session_and_carry_each_members_changes(nexus: ModuleType) -> None:
