@@ -6,7 +6,9 @@ from __future__ import annotations
 import importlib
 import itertools
 import json
+import struct
 import sys
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -29,10 +31,31 @@ pytestmark = pytest.mark.timeout(120)
 APP = "examples.nexus_board.app"
 PACKAGE = "examples.nexus_board"
 SCREENSHOT = REPO / "docs" / "screenshots" / "nexus-board.png"
+PROFILE_SCREENSHOT = REPO / "docs" / "screenshots" / "nexus-profile.png"
 PAGE = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}  # what a browser navigation sends
 PASSWORD = "correct horse battery"
 FRONT_END_ORIGIN = "http://localhost:5173"
-PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
+
+
+def solid_png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    """A real PNG of one colour (browsers draw it), built with zlib alone."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    rows = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+PNG = solid_png(96, 96, (95, 211, 141))
 _addresses = (f"10.0.0.{n}" for n in itertools.count(1))
 
 
@@ -515,6 +538,8 @@ def test_profile_avatar_and_board_in_the_browser(
         )
         assert source.startswith("/uploads/avatar_")
         assert wait_for(page, "document.getElementById('who-avatar').getAttribute('src')") == source
+        page.fill("#profile-bio", "Gardener of projects.")
+        page.screenshot(path=str(PROFILE_SCREENSHOT))
         not_an_image = tmp_path / "notes.png"
         not_an_image.write_text("just text")
         page.set_input_files("#avatar-file", str(not_an_image))
