@@ -49,7 +49,15 @@ from gevent.event import Event  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for `python load_tests/...`
 
-from load_tests.harness import exit_on_sigterm, free_port, pinned, server_env, stop  # noqa: E402
+from load_tests.harness import (  # noqa: E402
+    child_pids,
+    cpu_seconds,
+    exit_on_sigterm,
+    free_port,
+    pinned,
+    server_env,
+    stop,
+)
 
 APP = "examples.nexus_board.app:server"
 PASSWORD = "load test password"
@@ -118,8 +126,9 @@ class User:
 
     def listen(self) -> None:
         """Read the event stream on a connection of its own, noting every task change."""
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=None,
-                                          source_address=self.source)  # fmt: skip
+        conn = http.client.HTTPConnection(
+            self.host, self.port, timeout=None, source_address=self.source
+        )
         conn.request("GET", "/api/events", headers={"Cookie": self.cookie})
         self.stream = answer = conn.getresponse()
         if answer.status != 200:
@@ -155,8 +164,9 @@ class User:
         self.call("register", "POST", "/api/auth/register", account, expect=201)
         self.call("login", "POST", "/api/auth/login", {"email": email, "password": PASSWORD})
         listener = gevent.spawn(self.listen)
-        project = self.call("create project", "POST", "/api/projects", {"name": f"P{self.number}"},
-                            expect=201)  # fmt: skip
+        project = self.call(
+            "create project", "POST", "/api/projects", {"name": f"P{self.number}"}, expect=201
+        )
         if project is None:
             return
         tasks = f"/api/projects/{project['id']}/tasks"
@@ -166,8 +176,9 @@ class User:
             round_number += 1
             self.call("list projects", "GET", "/api/projects")
             self.pause()
-            task = self.call("create task", "POST", tasks, {"title": f"task {round_number}"},
-                             expect=201)  # fmt: skip
+            task = self.call(
+                "create task", "POST", tasks, {"title": f"task {round_number}"}, expect=201
+            )
             self.pause()
             query = "?status=todo&q=task" if round_number % 2 else ""
             self.call("list tasks", "GET", tasks + query)
@@ -212,23 +223,39 @@ def report(stats: Stats, seconds: float) -> None:
 
 
 @contextlib.contextmanager
-def served(cpus: str | None) -> Iterator[str]:
+def served(cpus: str | None) -> Iterator[tuple[str, int]]:
     """The app on 2 workers, on a fresh database, for the length of the block."""
     port = free_port()
     with tempfile.TemporaryDirectory() as folder:
-        env = {**server_env(), "NEXUS_DB": f"sqlite:///{folder}/nexus.db",
-               "NEXUS_UPLOADS": f"{folder}/uploads", "NEXUS_ACCESS_LOG": "0"}  # fmt: skip
-        argv = [sys.executable, "-m", "socketify.cli", "run", APP, "--workers", "2",
-                "--bind", f"127.0.0.1:{port}"]  # fmt: skip
+        env = {
+            **server_env(),
+            "NEXUS_DB": f"sqlite:///{folder}/nexus.db",
+            "NEXUS_UPLOADS": f"{folder}/uploads",
+            "NEXUS_ACCESS_LOG": "0",
+        }
+        argv = [
+            sys.executable,
+            "-m",
+            "socketify.cli",
+            "run",
+            APP,
+            "--workers",
+            "2",
+            "--bind",
+            f"127.0.0.1:{port}",
+        ]
         process = subprocess.Popen(
             pinned(argv, None) if cpus is None else ["taskset", "-c", cpus, *argv],
-            cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            cwd=folder,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
             start_new_session=True,
-        )  # fmt: skip
+        )
         try:
             url = f"http://127.0.0.1:{port}"
             wait_healthy(url, process)
-            yield url
+            yield url, process.pid
         finally:
             stop(process)
 
@@ -247,6 +274,11 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 30
                 return
         gevent.sleep(0.2)
     raise SystemExit(f"{url}/api/health did not answer within {timeout:.0f}s")
+
+
+def server_cpu(master: int) -> float:
+    """CPU seconds used so far by the master and its workers."""
+    return sum(cpu_seconds(pid) for pid in [master, *child_pids(master)])
 
 
 def run(url: str, users: int, duration: float, think: float, ramp: float) -> Stats:
@@ -281,8 +313,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.url and not args.serve:
         stats = run(args.url, args.users, args.duration, args.think, args.ramp)
     else:
-        with served(args.server_cpus) as url:
+        with served(args.server_cpus) as (url, master):
+            server_before, client_before = server_cpu(master), time.process_time()
             stats = run(url, args.users, args.duration, args.think, args.ramp)
+            server_used = server_cpu(master) - server_before
+            client_used = time.process_time() - client_before
+            requests = sum(len(values) for values in stats.latencies.values())
+            print(
+                f"CPU: server {server_used:.1f}s ({1000 * server_used / max(requests, 1):.2f} ms"
+                f" per request), users {client_used:.1f}s"
+            )
     return 1 if stats.errors else 0
 
 
