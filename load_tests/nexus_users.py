@@ -223,13 +223,13 @@ def report(stats: Stats, seconds: float) -> None:
 
 
 @contextlib.contextmanager
-def served(cpus: str | None) -> Iterator[tuple[str, int]]:
-    """The app on 2 workers, on a fresh database, for the length of the block."""
+def served(cpus: str | None, database: str | None) -> Iterator[tuple[str, int]]:
+    """The app on 2 workers, on `database` or a fresh SQLite file, for the length of the block."""
     port = free_port()
     with tempfile.TemporaryDirectory() as folder:
         env = {
             **server_env(),
-            "NEXUS_DB": f"sqlite:///{folder}/nexus.db",
+            "NEXUS_DB": database or f"sqlite:///{folder}/nexus.db",
             "NEXUS_UPLOADS": f"{folder}/uploads",
             "NEXUS_ACCESS_LOG": "0",
         }
@@ -302,6 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--url", help="a running Nexus Board (default: start one, see --serve)")
     parser.add_argument("--serve", action="store_true", help="start the app on 2 workers")
     parser.add_argument("--server-cpus", help="taskset CPU list for the started server")
+    parser.add_argument("--db", help="NEXUS_DB for the started server (default: a new SQLite file)")
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--duration", type=float, default=60.0, help="seconds (default 60)")
     parser.add_argument("--think", type=float, default=0.1, help="pause between requests, s")
@@ -313,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.url and not args.serve:
         stats = run(args.url, args.users, args.duration, args.think, args.ramp)
     else:
-        with served(args.server_cpus) as (url, master):
+        with served(args.server_cpus, args.db) as (url, master):
             server_before, client_before = server_cpu(master), time.process_time()
             stats = run(url, args.users, args.duration, args.think, args.ramp)
             server_used = server_cpu(master) - server_before
