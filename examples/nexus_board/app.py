@@ -22,6 +22,8 @@ API (`NEXUS_AUTH_RATE_LIMIT`, `NEXUS_RATE_LIMIT`: "burst/refill-per-second"). Av
 to `NEXUS_UPLOADS` (default `nexus-uploads/`) and are served under `/uploads`. Anything under
 `/api` answers JSON, errors included; every other page navigation gets the front end
 (`public/`, plain JavaScript modules: nothing to build).
+
+Guide: docs/guide/sessions.md, docs/guide/sse.md, docs/guide/static-files.md.
 """
 
 from __future__ import annotations

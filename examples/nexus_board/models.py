@@ -1,4 +1,7 @@
-"""The board's tables on Pony ORM: users, projects with their members, tasks, comments."""
+"""The board's tables on Pony ORM: users, projects with their members, tasks, comments.
+
+Guide: docs/guide/database.md.
+"""
 
 from __future__ import annotations
 

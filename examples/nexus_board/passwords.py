@@ -6,6 +6,8 @@
 A hash takes tens of milliseconds of CPU by design. `hashlib.scrypt` releases the GIL, so it
 runs on gevent's thread pool: the worker keeps serving other connections meanwhile instead
 of stalling every one of them for the duration of a login.
+
+Guide: docs/guide/sessions.md.
 """
 
 from __future__ import annotations

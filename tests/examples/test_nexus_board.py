@@ -18,7 +18,7 @@ import pytest
 from pony.orm import db_session
 
 from socketify.testing import TestClient
-from tests.support.browser import wait_for
+from tests.support.browser import screenshot, wait_for
 from tests.support.serve import REPO, Launcher
 
 if TYPE_CHECKING:
@@ -496,8 +496,7 @@ def test_a_task_moved_in_one_browser_moves_in_another_on_the_other_worker(
             assert page.locator("#comments img").count() == 0
         count = "document.querySelector('.column[data-status=doing] .comments-count').textContent"
         assert wait_for(alice, f"{count} === '1 comment'")
-        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-        alice.screenshot(path=str(SCREENSHOT))
+        screenshot(alice, SCREENSHOT)
         # A deep link reloads into the same view (the SPA fallback), still signed in.
         bob.reload()
         assert (
@@ -539,7 +538,7 @@ def test_profile_avatar_and_board_in_the_browser(
         assert source.startswith("/uploads/avatar_")
         assert wait_for(page, "document.getElementById('who-avatar').getAttribute('src')") == source
         page.fill("#profile-bio", "Gardener of projects.")
-        page.screenshot(path=str(PROFILE_SCREENSHOT))
+        screenshot(page, PROFILE_SCREENSHOT)
         not_an_image = tmp_path / "notes.png"
         not_an_image.write_text("just text")
         page.set_input_files("#avatar-file", str(not_an_image))

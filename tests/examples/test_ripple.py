@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import ssl
 import struct
 import subprocess
@@ -23,7 +22,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from examples.ripple import devcert
 from socketify.realtime.pulse import easy, media
-from tests.support.browser import chromium, wait_for
+from tests.support.browser import chromium, screenshot, wait_for
 from tests.support.pki import spki_sha256
 from tests.support.ports import free_port
 from tests.support.serve import REPO, Launcher, ServerProcess, server_environment
@@ -34,8 +33,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.timeout(120)
 
 SCREENSHOT = REPO / "docs" / "screenshots" / "ripple.png"
-# Set to refresh the committed screenshot from this run.
-UPDATE_SCREENSHOTS = "SOCKETIFY_UPDATE_SCREENSHOTS"
 
 
 @pytest.fixture(scope="module")
@@ -485,11 +482,7 @@ def test_two_people_chat_see_typing_and_receipts_and_call_in_chromium(
         peak = "Number(document.getElementById('call-frames').dataset.peak)"
         assert wait_for(bob, f"{peak} > 0.01", timeout=15)
         assert wait_for(ada, f"{status} === 'In a call with bob'")
-        shot = tmp_path / "ripple.png"
-        ada.screenshot(path=str(shot))
-        if os.environ.get(UPDATE_SCREENSHOTS):
-            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(shot, SCREENSHOT)
+        screenshot(ada, SCREENSHOT)
         ada.click("#call-end")
         assert wait_for(bob, f"{status} === 'ada hung up'")
         assert bob.is_hidden("#call-end")

@@ -13,8 +13,10 @@ under SOCKETIFY_REQUIRE_SERVICES=1 like the other tests that need something outs
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tests.support.services import unavailable
@@ -57,3 +59,19 @@ def wait_for(page: Page, expression: str, timeout: float = 10.0) -> Any:
     seconds pass (an expression that throws counts as not yet true)."""
     guarded = f"() => {{ try {{ return ({expression}); }} catch (e) {{ return null; }} }}"
     return page.wait_for_function(guarded, timeout=timeout * 1000).json_value()
+
+
+# Set to refresh the screenshots committed under docs/ from a test run.
+UPDATE_SCREENSHOTS = "SOCKETIFY_UPDATE_SCREENSHOTS"
+
+
+def screenshot(page: Page, committed: Path) -> bytes:
+    """A PNG screenshot of `page`; it replaces the committed file `committed` (the one the
+    README shows) only when SOCKETIFY_UPDATE_SCREENSHOTS is set, so ordinary runs leave the
+    working tree clean."""
+    image = page.screenshot()
+    assert image.startswith(b"\x89PNG"), "not a PNG"
+    if os.environ.get(UPDATE_SCREENSHOTS):
+        committed.parent.mkdir(parents=True, exist_ok=True)
+        committed.write_bytes(image)
+    return image
