@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-__all__ = ["ServerOptions", "http2_available"]
+__all__ = ["ServerOptions", "checked_proxy_options", "http2_available"]
 
 _POSITIVE_SECONDS = (
     "header_timeout",
@@ -97,26 +97,34 @@ class ServerOptions:
                 raise ValueError(f"{name} must be an int >= 0, got {value!r}")
 
     def _check_proxy(self) -> None:
-        # Lists and comma-separated strings are stored as tuples: the options stay immutable.
-        binds = self.proxy_protocol
-        if isinstance(binds, str):
-            binds = [part for part in binds.split(",") if part.strip()]
-        if not isinstance(binds, bool):
-            if not isinstance(binds, list | tuple) or not all(isinstance(b, str) for b in binds):
-                raise ValueError(
-                    f"proxy_protocol must be True, False or a list of binds, got {binds!r}"
-                )
-            object.__setattr__(self, "proxy_protocol", tuple(b.strip() for b in binds))
-        allow = self.proxy_allow
-        if isinstance(allow, str):
-            allow = allow.split(",")
-        networks = []
-        for network in allow:
-            try:
-                networks.append(str(ipaddress.ip_network(str(network).strip(), strict=False)))
-            except ValueError:
-                raise ValueError(f"proxy_allow: {network!r} is not a network") from None
-        object.__setattr__(self, "proxy_allow", tuple(networks))
+        protocol, allow = checked_proxy_options(self.proxy_protocol, self.proxy_allow)
+        object.__setattr__(self, "proxy_protocol", protocol)
+        object.__setattr__(self, "proxy_allow", allow)
+
+
+def checked_proxy_options(protocol: Any, allow: Any) -> tuple[Any, tuple[str, ...]]:
+    """`proxy_protocol` and `proxy_allow` as stored (see `ServerOptions`); ValueError if bad.
+
+    Lists and comma-separated strings become tuples, so the options stay immutable.
+    """
+    binds = protocol
+    if isinstance(binds, str):
+        binds = [part for part in binds.split(",") if part.strip()]
+    if not isinstance(binds, bool):
+        if not isinstance(binds, list | tuple) or not all(isinstance(b, str) for b in binds):
+            raise ValueError(
+                f"proxy_protocol must be True, False or a list of binds, got {binds!r}"
+            )
+        binds = tuple(b.strip() for b in binds)
+    if isinstance(allow, str):
+        allow = allow.split(",")
+    networks = []
+    for network in allow:
+        try:
+            networks.append(str(ipaddress.ip_network(str(network).strip(), strict=False)))
+        except ValueError:
+            raise ValueError(f"proxy_allow: {network!r} is not a network") from None
+    return binds, tuple(networks)
 
 
 @cache

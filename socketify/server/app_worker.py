@@ -150,8 +150,7 @@ def probe_app(spec: str, wsgi: WsgiOptions | None = None) -> None:
         app = load_app(spec, wsgi)
         if app.settings.tls is not None:
             app.settings.tls.build_context()
-        if not isinstance(app, Service):
-            ProxyIntake.build(app.settings.proxy_protocol, app.settings.proxy_allow)
+        ProxyIntake.build(app.settings.proxy_protocol, app.settings.proxy_allow)
     except ModuleNotFoundError as exc:
         if not exc.name or not (module == exc.name or module.startswith(exc.name + ".")):
             raise  # a module the app imports is missing: the traceback says where
@@ -197,7 +196,8 @@ def services_for_target(
 ) -> list[HttpService | TcpService]:
     """What serves `app` on `sockets` in this worker: HTTP services and TCP services.
 
-    `proxy` (which binds expect a PROXY protocol header) applies to the HTTP services only.
+    `proxy` says which binds expect a PROXY protocol header; a Bundle's TCP services follow
+    their own options instead.
     """
     from socketify.server.schemes import services_for
     from socketify.server.tcp_service import TcpService
@@ -205,7 +205,7 @@ def services_for_target(
     from socketify.tcp.service import Service
 
     if isinstance(app, Service):
-        return [TcpService(app, sockets, tls=tls, on_connection=on_request)]
+        return [TcpService(app, sockets, tls=tls, on_connection=on_request, proxy=proxy)]
     if not isinstance(app, Bundle):
         return [
             *services_for(
@@ -273,13 +273,11 @@ class ServeApp:
     def proxy_for(self, app: Application | Service | Bundle) -> ProxyIntake | None:
         """The PROXY protocol settings: the command line's over the app's own options.
 
-        None for a TCP service: its binds take no PROXY header (not supported there yet).
+        For a tcp.Bundle, the command line's apply to its HTTP binds; its TCP services
+        follow their own options.
         """
         from socketify.server.proxy_intake import ProxyIntake
-        from socketify.tcp.service import Service
 
-        if isinstance(app, Service):
-            return None
         settings = app.settings
         return ProxyIntake.build(
             True if self.proxy_protocol else settings.proxy_protocol,

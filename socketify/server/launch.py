@@ -75,17 +75,14 @@ class InProcessRunner:
 
         from socketify.server.app_worker import services_for_target
         from socketify.server.proxy_intake import ProxyIntake
-        from socketify.tcp.service import Service
         from workers.supervise.listeners import Listeners
 
         self._listeners = Listeners(binds, slots=1, backlog=app.settings.backlog)
         self.addresses = self._listeners.addresses
         sockets = self._listeners.sockets_for(0)
         settings = app.settings
-        if proxy is None and not isinstance(app, Service):
-            # A TCP service's binds take no PROXY header (not supported there yet).
-            http_settings = app.settings
-            proxy = ProxyIntake.build(http_settings.proxy_protocol, http_settings.proxy_allow)
+        if proxy is None:
+            proxy = ProxyIntake.build(settings.proxy_protocol, settings.proxy_allow)
         self.services: list[Any] = services_for_target(
             app, sockets, tls=tls or settings.tls, plan=plan, http2=http2, proxy=proxy
         )

@@ -26,6 +26,15 @@ import gevent.event
 from gevent import get_hub
 from gevent import socket as green_socket
 
+from socketify.protocol.proxy_header import (
+    V1_MAX_LENGTH,
+    V1_PREFIX,
+    V2_SIGNATURE,
+    ProxyHeader,
+    ProxyHeaderError,
+    parse_proxy_header,
+)
+from socketify.server.proxy_intake import ProxyIntake
 from socketify.server.service import ACCEPT_PAUSE, accept_fd, plain_socket
 from socketify.server.tls_stream import server_context
 from socketify.tcp.connection import StreamConnection, TlsInfo
@@ -54,9 +63,14 @@ class TcpService:
         *,
         tls: TlsOptions | None = None,
         on_connection: Callable[[], Any] | None = None,
+        proxy: ProxyIntake | None = None,
     ) -> None:
         self.service = service
         self.options = service.settings
+        # Which binds expect a PROXY protocol header: the command line's, else the service's.
+        self.proxy = proxy or ProxyIntake.build(
+            self.options.proxy_protocol, self.options.proxy_allow
+        )
         self.stopping = False
         # Each connection's greenlet -> its socket (the TLS one once the handshake wraps it).
         self.connections: dict[gevent.Greenlet, Any] = {}
@@ -102,18 +116,23 @@ class TcpService:
                     log.error("accept failed: %s", exc)
                 return
             sock = green_socket.socket(listener.family, listener.type, listener.proto, fileno=fd)
-            greenlet = gevent.Greenlet(self._serve, sock, addr)
+            proxied = self.proxy is not None and self.proxy.covers(listener.getsockname())
+            greenlet = gevent.Greenlet(self._serve, sock, addr, proxied)
             self.connections[greenlet] = sock
             self._drained.clear()
             greenlet.start()
 
-    def _serve(self, sock: Any, addr: Any) -> None:
+    def _serve(self, sock: Any, addr: Any, proxied: bool = False) -> None:
         options = self.options
         conn: StreamConnection | None = None
         greenlet = gevent.getcurrent()
         try:
             if sock.family != socket.AF_UNIX:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if proxied:
+                addr = self._client_address(sock, addr)
+                if addr is None:
+                    return
             tls = None
             if self._tls_context is not None:
                 sock.settimeout(options.handshake_timeout)
@@ -129,7 +148,7 @@ class TcpService:
             )
             self.streams[greenlet] = conn
             self.service.handler(conn)
-        except TimeoutError:  # idle, or a TLS handshake that did not finish in time
+        except TimeoutError:  # idle, or a TLS handshake or PROXY header not done in time
             log.debug("closing connection from %r: timed out", addr)
         except StreamError as exc:
             log.info("closing connection from %r: %s", addr, exc)
@@ -146,6 +165,24 @@ class TcpService:
             else:
                 sock.close()
             self._forget(greenlet)
+
+    def _client_address(self, sock: Any, addr: Any) -> Any:
+        """Read the PROXY header (within handshake_timeout): the client's address it names,
+        the peer's own for a LOCAL or UNSPEC one, or None when the connection must close."""
+        proxy = self.proxy
+        assert proxy is not None
+        peer = "unix" if sock.family == socket.AF_UNIX else addr[0]
+        if not proxy.allows(peer):
+            log.warning("closed a connection from %s: not allowed to send PROXY", peer)
+            return None
+        sock.settimeout(self.options.handshake_timeout)
+        try:
+            header = read_proxy_header(sock)
+        except ProxyHeaderError as exc:
+            log.warning("closed a connection from %s: %s", peer, exc)
+            return None
+        sock.settimeout(None)
+        return header.source if header.source is not None else addr
 
     def _forget(self, greenlet: Any) -> None:
         self.connections.pop(greenlet, None)
@@ -209,3 +246,42 @@ class TcpService:
         gevent.killall([greenlet for greenlet in greenlets if not greenlet.dead], block=False)
         if self._sweeper is not None:
             self._sweeper.kill(block=False)
+
+
+def read_proxy_header(sock: Any) -> ProxyHeader:
+    """Read exactly one PROXY protocol header from a blocking (cooperative) socket.
+
+    Exactly: the bytes after it are the service's own and stay in the socket for the TLS
+    handshake or the handler, so the header is read by its length (version 2 states it) or
+    up to its CRLF (version 1, found by peeking). ProxyHeaderError for anything else.
+    """
+    start = _recv_exactly(sock, len(V1_PREFIX))
+    if V2_SIGNATURE.startswith(start):
+        preamble = start + _recv_exactly(sock, 16 - len(start))
+        data = preamble + _recv_exactly(sock, int.from_bytes(preamble[14:16], "big"))
+    elif start == V1_PREFIX:
+        data = start
+        while not data.endswith(b"\r\n"):
+            if len(data) >= V1_MAX_LENGTH:
+                raise ProxyHeaderError("PROXY v1 line longer than 107 bytes")
+            ahead = sock.recv(V1_MAX_LENGTH - len(data), socket.MSG_PEEK)
+            if not ahead:
+                raise ProxyHeaderError("the connection closed within the PROXY v1 line")
+            end = ahead.find(b"\n")
+            data += _recv_exactly(sock, end + 1 if end >= 0 else len(ahead))
+    else:
+        raise ProxyHeaderError("the connection does not start with a PROXY protocol header")
+    parsed = parse_proxy_header(data)
+    if parsed is None or parsed[1] != len(data):
+        raise ProxyHeaderError("malformed PROXY protocol header")
+    return parsed[0]
+
+
+def _recv_exactly(sock: Any, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ProxyHeaderError("the connection closed within its PROXY protocol header")
+        data += chunk
+    return data

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from socketify.core.options import checked_proxy_options
+
 if TYPE_CHECKING:
     from socketify.core.tls_options import TlsOptions
     from socketify.tcp.connection import StreamConnection
@@ -34,6 +36,10 @@ class ServiceOptions:
     max_requests_jitter: int = 0
     backlog: int = 2048
     tls: TlsOptions | None = None
+    # PROXY protocol, as for HTTP (`ServerOptions`): True, or the binds that expect the
+    # header; `handler(conn)` then sees the client's address as `conn.peer`.
+    proxy_protocol: Any = False
+    proxy_allow: Any = ("127.0.0.0/8", "::1")
     # Tells the command line these options serve raw TCP, not HTTP.
     tcp: ClassVar[bool] = True
 
@@ -55,6 +61,9 @@ class ServiceOptions:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+        protocol, allow = checked_proxy_options(self.proxy_protocol, self.proxy_allow)
+        object.__setattr__(self, "proxy_protocol", protocol)
+        object.__setattr__(self, "proxy_allow", allow)
 
 
 class Service:
