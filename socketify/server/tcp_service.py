@@ -261,7 +261,7 @@ def read_proxy_header(sock: Any) -> ProxyHeader:
         data = preamble + _recv_exactly(sock, int.from_bytes(preamble[14:16], "big"))
     elif start == V1_PREFIX:
         data = start
-        while not data.endswith(b"\r\n"):
+        while not data.endswith(b"\n"):  # the parser refuses a bare LF
             if len(data) >= V1_MAX_LENGTH:
                 raise ProxyHeaderError("PROXY v1 line longer than 107 bytes")
             ahead = sock.recv(V1_MAX_LENGTH - len(data), socket.MSG_PEEK)

@@ -69,6 +69,7 @@ def test_no_header_closes_the_connection_and_the_service_keeps_serving(
 ) -> None:
     assert whoami(proxied.tcp, b"hello there, no header here\n") == b""
     assert whoami(proxied.tcp, b"PROXY TCP4 nonsense\r\n") == b""
+    assert whoami(proxied.tcp, b"PROXY TCP4 192.0.2.1 127.0.0.1 1 2\nhello\n") == b""  # bare LF
     assert "PROXY" in proxied.output()  # the warning says why it closed
     assert whoami(proxied.tcp, v2_header("192.0.2.1", 1)) == b"192.0.2.1 plain -\n"
 
