@@ -19,14 +19,13 @@ import argparse
 import contextlib
 import statistics
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for `python load_tests/...`
 
 from load_tests.harness import HOST, SERVER_CPU, WRK_CPU, free_port, pinned, serve
-from load_tests.wrk import WrkResult, WrkRun
+from load_tests.wrk import WrkRun, run_together
 
 APPS = {
     "blocking": "load_tests.apps.ping_async:blocking",
@@ -38,27 +37,6 @@ APPS = {
 def _argv(app: str, port: int) -> list[str]:
     cli = [sys.executable, "-m", "socketify.cli"]
     return pinned([*cli, "run", app, "--workers", "1", "--bind", f"{HOST}:{port}"], SERVER_CPU)
-
-
-def _together(run: WrkRun, urls: dict[str, str]) -> dict[str, WrkResult]:
-    """Run one wrk per URL at the same time; their results by name."""
-    results: dict[str, WrkResult] = {}
-    errors: list[BaseException] = []
-
-    def drive(name: str, url: str) -> None:
-        try:
-            results[name] = run.run(url)
-        except BaseException as exc:  # reported below, from the main thread
-            errors.append(exc)
-
-    threads = [threading.Thread(target=drive, args=item) for item in urls.items()]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return results
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,9 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, app in APPS.items():
             port = free_port()
             urls[name] = stack.enter_context(serve(name, _argv(app, port), port)).url
-        _together(warm, urls)
+        run_together(warm, urls)
         for number in range(1, args.rounds + 1):
-            results = _together(run, urls)
+            results = run_together(run, urls)
             for name, result in results.items():
                 if result.non_2xx or result.socket_errors.total:
                     print(f"  {name}: {result.non_2xx} non-2xx, {result.socket_errors}")

@@ -18,7 +18,6 @@ import argparse
 import contextlib
 import statistics
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from load_tests.harness import (
     pinned,
     serve,
 )
-from load_tests.wrk import WrkResult, WrkRun
+from load_tests.wrk import WrkRun, run_together
 
 APPS = {
     "bare": "load_tests.apps.ping_middleware:bare",
@@ -54,27 +53,6 @@ class _OriginRun(WrkRun):
 def _argv(app: str, port: int) -> list[str]:
     cli = [sys.executable, "-m", "socketify.cli"]
     return pinned([*cli, "run", app, "--workers", "1", "--bind", f"{HOST}:{port}"], SERVER_CPU)
-
-
-def _together(run: WrkRun, urls: dict[str, str]) -> dict[str, WrkResult]:
-    """Run one wrk per URL at the same time; their results by name."""
-    results: dict[str, WrkResult] = {}
-    errors: list[BaseException] = []
-
-    def drive(name: str, url: str) -> None:
-        try:
-            results[name] = run.run(url)
-        except BaseException as exc:  # reported below, from the main thread
-            errors.append(exc)
-
-    threads = [threading.Thread(target=drive, args=item) for item in urls.items()]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return results
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -100,10 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             server = stack.enter_context(serve(name, _argv(app, port), port))
             urls[name] = server.url
             (workers[name],) = child_pids(server.pid)  # --workers 1
-        _together(warm, urls)
+        run_together(warm, urls)
         for number in range(1, args.rounds + 1):
             before = {name: cpu_seconds(pid) for name, pid in workers.items()}
-            results = _together(run, urls)
+            results = run_together(run, urls)
             cpu_us = {
                 name: 1e6 * (cpu_seconds(pid) - before[name]) / results[name].requests
                 for name, pid in workers.items()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass
 
 from load_tests.harness import LOAD_TESTS, pinned
@@ -127,3 +128,24 @@ def parse_wrk(report: str, *, pipeline: int = 1) -> WrkResult:
 
 def _ms(value: str, unit: str) -> float:
     return float(value) * MS_PER_UNIT[unit]
+
+
+def run_together(run: WrkRun, urls: dict[str, str]) -> dict[str, WrkResult]:
+    """Run one wrk per URL at the same time; their results by name."""
+    results: dict[str, WrkResult] = {}
+    errors: list[BaseException] = []
+
+    def drive(name: str, url: str) -> None:
+        try:
+            results[name] = run.run(url)
+        except BaseException as exc:  # reported below, from the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=drive, args=item) for item in urls.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results
