@@ -181,14 +181,18 @@ def _parse_run(args: list[str]) -> argparse.Namespace:
 
 
 def info() -> str:
-    """`--info`: the version and which optional features are importable.
+    """`--info`: the version, which optional features are importable, and what is compiled.
 
     HTTP/2 is served whenever h2 imports, so its line says whether it does.
     """
+    from socketify.compiled import compiled_modules
+
     lines = [f"Socketify {__version__}"]
     for label, module in OPTIONAL_FEATURES:
         found = importlib.util.find_spec(module) is not None
         lines.append(f"{label}: {'yes' if found else 'no'}")
+    compiled = compiled_modules()
+    lines.append(f"Compiled: {', '.join(compiled) if compiled else 'no (pure Python)'}")
     return "\n".join(lines)
 
 
