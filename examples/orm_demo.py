@@ -30,7 +30,7 @@ from typing import Any
 from pony.orm import Required, Set, commit, db_session
 
 import socketify.db
-from examples.data import sqlite_url
+from examples._data import sqlite_url
 from socketify import Request, Response, Server
 from socketify.db import documents
 from socketify.db.database import MIGRATING_ENV

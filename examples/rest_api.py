@@ -30,7 +30,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from examples.data import data_path
+from examples._data import data_path
 from socketify import HTTPError, Request, Response, Server
 
 NO_SUCH_TODO = "no such todo"

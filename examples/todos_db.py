@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pony.orm import Optional, Required, Set
 
 import socketify.db
-from examples.data import sqlite_url
+from examples._data import sqlite_url
 from socketify import Request, Response, Server
 from socketify.db import documents
 

@@ -6,15 +6,15 @@
 
 The page speaks JSON events (`{"type": ..., "data": ...}`) over one WebSocket at `/chat`:
 `hello {name}` enters the lobby, `say {text}` talks, and the server answers with `welcome`,
-`said`, `joined`, `left` and `online {count, seq}` (the newest `seq` wins). The online
-count is the lobby's `room_size`, which counts the people on every worker. A picture goes out as one binary `PM` image frame
-(kind 3, with its mime type); the server announces it with a `picture {name}` event and
-relays the bytes untouched to the other members of the media room `lobby`, a room of its own
-beside the chat room of the same name. A bigger picture may come in chunks (image frames
-without the last flag, then an image-end frame), relayed one by one as they arrive, at most
-512 KiB in all. Voice goes the same way: the page's Talk button sends `talk {on}` (the others
-see `talking {name, on}`) and then microphone audio as `PM` voice frames (kind 1, 16-bit
-mono PCM at 16 kHz), each relayed once, untouched, to everyone else.
+`said`, `joined`, `left` and `online {count, seq}` (the newest `seq` wins). The online count is
+the lobby's `room_size`, which counts the people on every worker. A picture goes out as one
+binary `PM` image frame (kind 3, with its mime type); the server announces it with a `picture
+{name}` event and relays the bytes untouched to the other members of the media room `lobby`, a
+room of its own beside the chat room of the same name. A bigger picture may come in chunks
+(image frames without the last flag, then an image-end frame), relayed one by one as they
+arrive, at most 512 KiB in all. Voice goes the same way: the page's Talk button sends `talk
+{on}` (the others see `talking {name, on}`) and then microphone audio as `PM` voice frames
+(kind 1, 16-bit mono PCM at 16 kHz), each relayed once, untouched, to everyone else.
 
 The chat room and the media room are two rooms of one hub, and a member joins each once, so
 nothing reaches anyone twice. `/stats` counts what was relayed, summed over every worker

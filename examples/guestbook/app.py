@@ -25,7 +25,7 @@ import orjson
 from pony.orm import Required, commit, desc
 
 import socketify.db
-from examples.data import sqlite_url
+from examples._data import sqlite_url
 from socketify import Request, Response, Server, cors, ratelimit, static_files
 from socketify import logging as access_log
 from socketify.core.compression import CompressionOptions

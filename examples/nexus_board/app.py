@@ -39,7 +39,7 @@ import orjson
 from pony.orm import commit, count, db_session, select
 
 import socketify.db
-from examples.data import data_path
+from examples._data import data_path
 from socketify import HTTPError, Request, Response, Server, cors, ratelimit, static_files
 from socketify import logging as access_log
 from socketify.core.body import BodyLimits

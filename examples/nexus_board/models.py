@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pony.orm import Optional, Required, Set
 
 import socketify.db
-from examples.data import sqlite_url
+from examples._data import sqlite_url
 
 __all__ = ["STATUSES", "Comment", "Project", "Task", "User", "db", "now", "stamp"]
 

@@ -1,7 +1,8 @@
-"""Where the examples keep the files they write: `examples/.data/`, one git-ignored folder.
+"""Not an example: where the examples keep the files they write, `examples/.data/`.
 
-Never the repository root or the working directory, so running any example leaves a checkout
-as it was. Each example still takes an environment variable to put its data elsewhere.
+One git-ignored folder, never the repository root or the working directory, so running any
+example leaves a checkout as it was. Each example still takes an environment variable to put
+its data elsewhere.
 """
 
 from __future__ import annotations
