@@ -13,7 +13,7 @@ import pytest
 
 from tests.docs.fences import DOCS
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
 REPO = DOCS.parent
 DIRECTIVE = re.compile(r"^::: (\S+)", re.MULTILINE)
