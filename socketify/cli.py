@@ -17,9 +17,10 @@ import os
 import sys
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any, NoReturn
+from typing import Any
 
 from socketify import __version__
+from socketify.command_line import Parser, UsageError
 
 log = logging.getLogger("socketify.master")
 
@@ -59,37 +60,8 @@ OPTIONAL_FEATURES = (
 )
 
 
-class UsageError(Exception):
-    """A command line we cannot act on; exit status 2."""
-
-    def __init__(self, message: str, usage: str = "socketify --help") -> None:
-        super().__init__(message)
-        self.usage = usage
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's help layout, at the width and indent of a terminal page."""
-
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, max_help_position=30, width=100)
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with our messages: `error: …` and where to read more, exit 2."""
-
-    def __init__(self, prog: str, usage: str) -> None:
-        super().__init__(prog=prog, usage=usage, add_help=False, formatter_class=_Formatter)
-
-    def error(self, message: str) -> NoReturn:
-        if message.startswith("unrecognized arguments: "):
-            message = "unknown option: " + message.split(": ", 1)[1]
-        elif message.endswith("expected one argument"):
-            message = message.split(":")[0].removeprefix("argument ") + " requires an argument"
-        raise UsageError(message, f"{self.prog} --help")
-
-
-def _top_parser() -> _Parser:
-    parser = _Parser("socketify", "socketify --run-http DIR [options]")
+def _top_parser() -> Parser:
+    parser = Parser("socketify", "socketify --run-http DIR [options]")
     general = parser.add_argument_group("general options")
     general.add_argument("-h", "--help", action="store_true", help="show this help and exit")
     general.add_argument("-V", "--version", action="store_true", help="print the version")
@@ -113,8 +85,8 @@ def _top_parser() -> _Parser:
     return parser
 
 
-def _run_parser() -> _Parser:
-    parser = _Parser("socketify run", "socketify run APP [options]")
+def _run_parser() -> Parser:
+    parser = Parser("socketify run", "socketify run APP [options]")
     group = parser.add_argument_group("run APP [options]")
     add = group.add_argument
     add("app", metavar="APP", help=APP_HELP)
