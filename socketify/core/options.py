@@ -129,5 +129,5 @@ def checked_proxy_options(protocol: Any, allow: Any) -> tuple[Any, tuple[str, ..
 
 @cache
 def http2_available() -> bool:
-    """Whether this installation can serve HTTP/2: the `h2` package (the `http2` extra)."""
+    """Whether this installation can serve HTTP/2: the `h2` package, a dependency."""
     return importlib.util.find_spec("h2") is not None
