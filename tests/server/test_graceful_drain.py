@@ -2,8 +2,9 @@
 
 Through the real `socketify run` with two workers and real clients: WebSocket clients
 (`websockets`, on Pulse and on `server.ws`) receive close 1001, event streams get their last
-event and end, a request in flight is still answered, and the master exits long before the
-30-second `graceful_timeout` the app keeps.
+event and end (over HTTP/2 too, after a GOAWAY), an idle keep-alive connection is closed, a
+request in flight is still answered, and the master exits long before the 30-second
+`graceful_timeout` the app keeps.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from tests.realtime.realtime_client import SseClient
-from tests.support.raw_client import get
+from tests.support.raw_client import Reader, get
+from tests.support.raw_client import connect as raw_connect
+from tests.support.raw_h2 import ErrorCode, FrameType, H2Client
 from tests.support.serve import Launcher, ServerProcess
 from tests.support.wait import wait_for
 
@@ -154,3 +157,32 @@ def test_hup_winds_the_old_workers_connections_down_and_new_workers_serve(
         wait_for(lambda: not set(server.workers()) & old, WOUND_DOWN, message="old workers gone")
         answered_by = int(get(server.address, "/pid", timeout=10).body)
         assert answered_by not in old
+
+
+def test_term_says_goaway_and_ends_an_event_stream_on_http2(serve: Launcher) -> None:
+    server = serve(APP)
+    with H2Client.connect(server.tcp, timeout=WOUND_DOWN) as client:
+        client.handshake()
+        sid = client.request("GET", "/events")
+        client.read_until(lambda received: received.kind == FrameType.DATA)
+        started = time.monotonic()
+        server.signal(signal.SIGTERM)
+        stream = client.response(sid)  # ends (END_STREAM) instead of running on
+        assert b"event: bye" in stream.body
+        assert client.goaway is not None and client.goaway.error_code == ErrorCode.NO_ERROR
+        client.expect_closed()
+    assert server.wait_exit(WOUND_DOWN) == 0
+    assert time.monotonic() - started < WOUND_DOWN
+
+
+def test_term_closes_an_idle_keep_alive_connection_and_exits(serve: Launcher) -> None:
+    server = serve(APP)
+    with raw_connect(server.address) as sock:
+        sock.sendall(b"GET /pid HTTP/1.1\r\nHost: x\r\n\r\n")
+        reader = Reader(sock)
+        assert reader.read_response().status == 200
+        started = time.monotonic()
+        server.signal(signal.SIGTERM)
+        assert reader.at_eof(WOUND_DOWN)  # closed, not kept for a next request
+    assert server.wait_exit(WOUND_DOWN) == 0
+    assert time.monotonic() - started < WOUND_DOWN
