@@ -2,8 +2,8 @@
 
 Theory of operation. Each listening socket gets a libev read watcher whose callback runs in
 the hub, accepts every pending connection without blocking (a batch at most, so one busy
-listener does not hold the loop) and hands each new socket to the service's `open`, which
-starts serving it in a greenlet and returns the object the acceptor keeps count of. At
+listener does not hold the loop) and hands each new socket to the service's `start_serving`,
+which serves it in a greenlet of its own and returns the object the acceptor keeps count of. At
 `max_connections` the watchers stop, so new clients wait in the kernel's backlog instead of
 being accepted and starved; an EMFILE (or a kernel out of buffers) pauses accepting briefly
 instead of spinning. A served connection calls `forget` when it ends, which resumes a paused
@@ -59,8 +59,8 @@ class Served(Protocol):
         """Close the connection; whatever serves it unwinds and calls `forget`."""
 
 
-# `open(sock, addr, proxy)`: start serving the accepted plain socket `sock` from `addr`.
-Opener = Callable[[Any, Any, "ProxyIntake | None"], Served]
+# `start_serving(sock, addr, proxy)`: serve the accepted plain socket `sock` from `addr`.
+StartServing = Callable[[Any, Any, "ProxyIntake | None"], Served]
 
 
 class Acceptor:
@@ -69,12 +69,12 @@ class Acceptor:
     def __init__(
         self,
         listeners: list[socket.socket],
-        open: Opener,
+        start_serving: StartServing,
         *,
         max_connections: int,
         proxy: ProxyIntake | None = None,
     ) -> None:
-        self.open = open
+        self.start_serving = start_serving
         self.max_connections = max_connections
         self.connections: set[Any] = set()
         self.stop_signal = StopSignal()
@@ -119,7 +119,7 @@ class Acceptor:
                 return
             # The standard library's accept wraps the new fd in the module's (patched)
             # socket class; the connection gets the plain class, like its listener.
-            self.track(self.open(_plain(sock), addr, proxy))
+            self.track(self.start_serving(_plain(sock), addr, proxy))
 
     def track(self, conn: Served) -> None:
         """Count `conn` among the service's connections until it calls `forget`."""

@@ -53,7 +53,10 @@ class HttpService:
         self.options: ServerOptions = app.settings
         green_asyncio.install()  # `async def` handlers run on this process's asyncio loop
         self.acceptor = Acceptor(
-            listeners, self._open, max_connections=self.options.max_connections, proxy=proxy
+            listeners,
+            self._start_serving,
+            max_connections=self.options.max_connections,
+            proxy=proxy,
         )
         # Called once per answered request (max_requests recycling lives in the worker);
         # PERF: bound here so the connection makes one call, not two.
@@ -93,7 +96,7 @@ class HttpService:
         self.acceptor.start()
         self._sweeper = gevent.spawn(self._sweep)
 
-    def _open(self, sock: Any, addr: Any, proxy: ProxyIntake | None) -> Connection:
+    def _start_serving(self, sock: Any, addr: Any, proxy: ProxyIntake | None) -> Connection:
         if sock.family != socket.AF_UNIX:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             peer = addr[0]

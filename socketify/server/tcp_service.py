@@ -59,7 +59,10 @@ class TcpService:
         # Which binds expect a PROXY protocol header: the command line's, else the service's.
         proxy = proxy or ProxyIntake.build(self.options.proxy_protocol, self.options.proxy_allow)
         self.acceptor = Acceptor(
-            listeners, self._open, max_connections=self.options.max_connections, proxy=proxy
+            listeners,
+            self._start_serving,
+            max_connections=self.options.max_connections,
+            proxy=proxy,
         )
         self._sweeper: gevent.Greenlet | None = None
         self._connection_done = on_connection
@@ -81,7 +84,7 @@ class TcpService:
         if self.options.idle_timeout is not None:
             self._sweeper = gevent.spawn(self._sweep, self.options.idle_timeout)
 
-    def _open(self, sock: Any, addr: Any, proxy: ProxyIntake | None) -> TcpClient:
+    def _start_serving(self, sock: Any, addr: Any, proxy: ProxyIntake | None) -> TcpClient:
         # The handler reads in blocking style: a cooperative socket on the accepted fd.
         fd = sock.detach()
         client = TcpClient(green_socket.socket(sock.family, sock.type, sock.proto, fileno=fd))
