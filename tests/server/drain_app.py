@@ -42,6 +42,7 @@ def channel(req: Request, res: Response) -> None:
     if ch is None:
         return
     ch.on_text(lambda ch, text: ch.send_text(text))
+    ch.on_stop(lambda ch: ch.send_text("bye"))
     ch.send_text(str(os.getpid()))
 
 

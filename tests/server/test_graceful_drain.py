@@ -39,6 +39,7 @@ class Ending:
     """How one long-lived client saw its connection end."""
 
     code: int | None = None  # a WebSocket's close code
+    messages: list[str | bytes] = field(default_factory=list)  # what a WebSocket received
     events: list[str] = field(default_factory=list)  # an event stream's event names
     at: float | None = None  # time.monotonic() when it ended
 
@@ -79,7 +80,7 @@ class Clients:
     def _read_socket(ws: ClientConnection, ending: Ending) -> None:
         try:
             while True:
-                ws.recv(timeout=GRACEFUL_TIMEOUT + 10)
+                ending.messages.append(ws.recv(timeout=GRACEFUL_TIMEOUT + 10))
         except ConnectionClosed as exc:
             ending.code = exc.rcvd.code if exc.rcvd is not None else None
         except TimeoutError:
@@ -122,6 +123,8 @@ def assert_wound_down(clients: Clients, started: float) -> None:
     clients.wait_ended(WOUND_DOWN)
     sockets, streams = clients.socket_endings, clients.stream_endings
     assert [ending.code for ending in sockets] == [1001, 1001, 1001]
+    # The Pulse routes (first and last) say goodbye from `on_stop`; `server.ws` has none.
+    assert [ending.messages for ending in sockets] == [["bye"], [], ["bye"]]
     assert all(ending.events[-1:] == ["bye"] for ending in streams), streams
     for ending in [*sockets, *streams]:
         assert ending.at is not None and ending.at - started < WOUND_DOWN
