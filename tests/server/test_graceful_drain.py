@@ -1,4 +1,4 @@
-"""A graceful stop (TERM) or reload (HUP) winds every kind of connection down, then exits.
+"""A graceful stop (TERM or INT to the master) or reload (HUP) winds every connection down.
 
 Through the real `socketify run` with two workers and real clients: WebSocket clients
 (`websockets`, on Pulse and on `server.ws`) receive close 1001, event streams get their last
@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
@@ -130,8 +131,9 @@ def assert_wound_down(clients: Clients, started: float) -> None:
         assert ending.at is not None and ending.at - started < WOUND_DOWN
 
 
-def test_term_closes_websockets_with_1001_ends_event_streams_and_answers_in_flight(
-    serve: Launcher,
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+def test_a_stop_closes_websockets_with_1001_ends_event_streams_and_answers_in_flight(
+    serve: Launcher, signum: int
 ) -> None:
     server = serve(APP, workers=2)
     with contextlib.ExitStack() as opened:
@@ -139,7 +141,7 @@ def test_term_closes_websockets_with_1001_ends_event_streams_and_answers_in_flig
         slow = SlowRequest(server)
         time.sleep(0.3)  # the request is in its handler
         started = time.monotonic()
-        server.signal(signal.SIGTERM)
+        server.signal(signum)
         assert server.wait_exit(WOUND_DOWN) == 0, server.output()
         assert time.monotonic() - started < WOUND_DOWN
         assert slow.wait(5.0) == b"finished"
