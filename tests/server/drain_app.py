@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from socketify import Request, Response, Server, pulse, sse
 
@@ -21,6 +22,10 @@ def pid(req: Request, res: Response) -> None:
 
 @server.get("/slow")
 def slow(req: Request, res: Response) -> None:
+    """Answer 1.5 s later; first tell the test it is in the handler (a file, when asked)."""
+    started = os.environ.get("DRAIN_STARTED_FILE")
+    if started:
+        Path(started).touch()
     time.sleep(1.5)
     res.send("finished")
 

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -133,13 +134,14 @@ def assert_wound_down(clients: Clients, started: float) -> None:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
 def test_a_stop_closes_websockets_with_1001_ends_event_streams_and_answers_in_flight(
-    serve: Launcher, signum: int
+    serve: Launcher, signum: int, tmp_path: Path
 ) -> None:
-    server = serve(APP, workers=2)
+    in_handler = tmp_path / "slow-started"
+    server = serve(APP, workers=2, env={"DRAIN_STARTED_FILE": str(in_handler)})
     with contextlib.ExitStack() as opened:
         clients = Clients(server, opened)
         slow = SlowRequest(server)
-        time.sleep(0.3)  # the request is in its handler
+        wait_for(in_handler.exists, WOUND_DOWN, message="the slow request in its handler")
         started = time.monotonic()
         server.signal(signum)
         assert server.wait_exit(WOUND_DOWN) == 0, server.output()
