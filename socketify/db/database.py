@@ -17,7 +17,8 @@ from typing import Any
 
 import pony.orm
 
-from socketify.db import fastpath, green
+import socketify.db.fastpath as fastpath
+import socketify.db.green as green
 from socketify.db.pool import BoundedPool, PoolStats
 from socketify.db.providers import provider_class
 from socketify.db.providers.base import POOL_SIZE, POOL_TIMEOUT
