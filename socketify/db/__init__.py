@@ -36,11 +36,13 @@ turns itself off, with one logged warning, on a Pony release it was not verified
 
 from __future__ import annotations
 
+from socketify.db.bulk import select_columns, update_rows
 from socketify.db.database import DEFAULT_URL, Database, connect
 from socketify.db.errors import ErrorAnswer, answer_for
 from socketify.db.middleware import middleware, transactional
 from socketify.db.pool import BoundedPool, DatabaseUnavailable, PoolStats, PoolTimeout
 from socketify.db.rows import get_row
+from socketify.db.statements import Statement
 from socketify.db.urls import DatabaseURL, parse_url
 
 __all__ = [
@@ -52,10 +54,13 @@ __all__ = [
     "ErrorAnswer",
     "PoolStats",
     "PoolTimeout",
+    "Statement",
     "answer_for",
     "connect",
     "get_row",
     "middleware",
     "parse_url",
+    "select_columns",
     "transactional",
+    "update_rows",
 ]

@@ -23,6 +23,7 @@ from socketify.db.pool import BoundedPool, PoolStats
 from socketify.db.providers import provider_class
 from socketify.db.providers.base import POOL_SIZE, POOL_TIMEOUT
 from socketify.db.rows import ROW_READERS
+from socketify.db.statements import Statement
 from socketify.db.urls import DatabaseURL, parse_url
 
 __all__ = ["DEFAULT_URL", "MIGRATING_ENV", "Database", "connect"]
@@ -87,6 +88,11 @@ class Database(pony.orm.Database):
             for entity in self.entities.values():
                 speed_up_reads(entity)
         return result
+
+    def statement(self, sql: str) -> Statement:
+        """A raw statement with `$1`, `$2`... parameters, prepared once per connection on
+        PostgreSQL; its rows are tuples (see socketify.db.statements)."""
+        return Statement(self, sql)
 
     def use_local_class(self, local_cls: type) -> None:
         """Keep this database's per-thread query statistics (`last_sql`, `local_stats`) on
