@@ -18,6 +18,12 @@ document store on memory, SQLite, PostgreSQL or MongoDB).
 `socketify.db.get_row(User, 1)` reads a row as a plain dict (`User[1].to_dict()`), for
 read-only answers.
 
+Raw SQL: `db.statement("SELECT ... WHERE id = $1")` is made once and run per request with
+`.one(...)`, `.all(...)`, `.run(...)` or `.run_many(rows)`, rows as tuples, prepared per
+connection on PostgreSQL (`socketify.db.statements`). Many rows of an entity's table at
+once, without an object per row: `select_columns(Entity, "a", "b")` and `update_rows(Entity,
+["a"], [(pk, value), ...])` (`socketify.db.bulk`).
+
 The fast path. By default `User[1]` is Pony's, built in fewer steps; reading a loaded value
 (`user.name`) is Pony's read in one call; a read-only request ends its session without Pony's
 commit machinery; `get_row` makes no entity object. All of that works inside Pony's internals
