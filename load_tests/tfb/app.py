@@ -2,12 +2,13 @@
 
 At TechEmpower's paths (`/json`, `/db`, `/queries?queries=`, `/fortunes`,
 `/updates?queries=`, `/plaintext`) the database tests use Pony entities through
-`socketify.db`, as an application would: `World[id]` for the reads, and for the two patterns
-where building entities is the cost, socketify.db's helpers on the entities' mapping:
-`select_columns(Fortune, ...)` for the read-only fortunes page and `update_rows(World, ...)`
-for the batch of new numbers, one UPDATE in the request's `db_session`. Under `/raw/...` the
-same four database tests use `db.statement(...)`: raw SQL prepared once per pooled connection,
-rows as tuples, without the ORM. `/json` and `/plaintext` touch no database.
+`socketify.db`, as an application would: `World[id]` for the single read, and where building
+one entity per row is the cost, socketify.db's helpers on the entities' mapping:
+`get_columns(World, ids, ...)` for the multiple reads (one SELECT per id, pipelined: one round
+trip with psycopg 3), `select_columns(Fortune, ...)` for the read-only fortunes page and
+`update_rows(World, ...)` for the batch of new numbers, one UPDATE in the request's
+`db_session`. Under `/raw/...` the same four tests use `db.statement(...)`: raw SQL prepared
+once per pooled connection, rows as tuples, `one_each` for the multiple reads.
 
 The fortunes page is `templates/fortunes.html`, rendered by `res.render` (Jinja2,
 autoescaped). The tables are `python -m load_tests.tfb setup`'s, on $TFB_DATABASE_URL; each
@@ -90,8 +91,10 @@ def single_query(req, res):
 
 @orm.get("/queries")
 def queries(req, res):
-    worlds = [World[i] for i in random_ids(queries_count(req.query.get("queries")))]
-    res.json([{"id": world.id, "randomNumber": world.randomNumber} for world in worlds])
+    # One SELECT per id, sent together in one round trip (pipeline mode, with psycopg 3).
+    ids = random_ids(queries_count(req.query.get("queries")))
+    rows = socketify.db.get_columns(World, ids, "id", "randomNumber")
+    res.json([{"id": world_id, "randomNumber": number} for world_id, number in rows])
 
 
 @orm.get("/fortunes")
@@ -105,8 +108,9 @@ def fortunes(req, res):
 
 @orm.get("/updates")
 def updates(req, res):
-    worlds = [World[i] for i in random_ids(queries_count(req.query.get("queries")))]
-    changed = [(world.id, random_number()) for world in worlds]
+    ids = random_ids(queries_count(req.query.get("queries")))
+    rows = socketify.db.get_columns(World, ids, "id")
+    changed = [(world_id, random_number()) for (world_id,) in rows]
     # One UPDATE for the whole batch, in the request's db_session (committed when the
     # handler returns), rather than one UPDATE per changed entity at commit.
     socketify.db.update_rows(World, ["randomNumber"], changed)
@@ -135,12 +139,9 @@ def raw_single_query(req, res):
 
 
 def _read_worlds(ids: list[int]) -> list[dict[str, Any]]:
-    read = read_world.one
-    answer = []
-    for world_id in ids:
-        found, number = read(world_id)
-        answer.append({"id": found, "randomNumber": number})
-    return answer
+    # One SELECT per id, all sent in one round trip where the driver allows (pipeline mode).
+    rows = read_world.one_each([(world_id,) for world_id in ids])
+    return [{"id": found, "randomNumber": number} for found, number in rows]
 
 
 @raw.get("/queries")

@@ -21,8 +21,9 @@ read-only answers.
 Raw SQL: `db.statement("SELECT ... WHERE id = $1")` is made once and run per request with
 `.one(...)`, `.all(...)`, `.run(...)` or `.run_many(rows)`, rows as tuples, prepared per
 connection on PostgreSQL (`socketify.db.statements`). Many rows of an entity's table at
-once, without an object per row: `select_columns(Entity, "a", "b")` and `update_rows(Entity,
-["a"], [(pk, value), ...])` (`socketify.db.bulk`).
+once, without an object per row: `select_columns(Entity, "a", "b")`, `get_columns(Entity,
+keys, "a", "b")` (on PostgreSQL with psycopg 3, pipelined: one round trip) and
+`update_rows(Entity, ["a"], [(pk, value), ...])` (`socketify.db.bulk`).
 
 The fast path. By default `User[1]` is Pony's, built in fewer steps; reading a loaded value
 (`user.name`) is Pony's read in one call; a read-only request ends its session without Pony's
@@ -42,7 +43,7 @@ turns itself off, with one logged warning, on a Pony release it was not verified
 
 from __future__ import annotations
 
-from socketify.db.bulk import select_columns, update_rows
+from socketify.db.bulk import get_columns, select_columns, update_rows
 from socketify.db.database import DEFAULT_URL, Database, connect
 from socketify.db.errors import ErrorAnswer, answer_for
 from socketify.db.middleware import middleware, transactional
@@ -63,6 +64,7 @@ __all__ = [
     "Statement",
     "answer_for",
     "connect",
+    "get_columns",
     "get_row",
     "middleware",
     "parse_url",

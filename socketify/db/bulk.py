@@ -1,6 +1,7 @@
 """Many rows of an entity's table at once, without making an entity object per row.
 
     rows = socketify.db.select_columns(Fortune, "id", "message")   # [(1, "..."), ...]
+    rows = socketify.db.get_columns(World, [17, 42], "id", "randomNumber")  # [(17, ..), (42, ..)]
     socketify.db.update_rows(World, ["randomNumber"], [(17, 4242), (18, 7)])
 
 Pony builds an entity object for every row it loads and, at commit, writes each changed
@@ -9,6 +10,9 @@ whose new values the handler already knows, these two do the same work in one st
 
 * `select_columns(Entity, *names)`: every row of the table as tuples of the named attributes,
   in the order of the primary key, through a prepared statement (socketify.db.statements);
+* `get_columns(Entity, keys, *names)`: the row of each primary key, in the order given, each
+  read with a SELECT of its own; on PostgreSQL with psycopg 3 they travel together in one
+  round trip (socketify.db.pipeline);
 * `update_rows(Entity, names, rows)`: each row is `(primary key, value, ...)`; on PostgreSQL
   one `UPDATE ... FROM (VALUES ...)` writes them all in the session's transaction (one
   round trip per 100 rows), elsewhere one UPDATE per row through the driver's `executemany`.
@@ -25,9 +29,12 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pony.orm.core import ObjectNotFound
+from pony.utils import throw
+
 from socketify.db.statements import Statement, raise_translated
 
-__all__ = ["select_columns", "update_rows"]
+__all__ = ["get_columns", "select_columns", "update_rows"]
 
 # Rows one UPDATE writes on PostgreSQL.
 PAGE_SIZE = 100
@@ -36,6 +43,17 @@ PAGE_SIZE = 100
 def select_columns(entity: Any, *names: str) -> list[tuple[Any, ...]]:
     """Every row of `entity`'s table as a tuple of the attributes `names`, by primary key."""
     return _select_statement(entity, names).all()
+
+
+def get_columns(entity: Any, keys: Iterable[Any], *names: str) -> list[tuple[Any, ...]]:
+    """The attributes `names` of the row of each primary key in `keys`, in that order;
+    Pony's `ObjectNotFound` (a 404 through the middleware) when a key has no row."""
+    keys = list(keys)
+    rows = _key_statement(entity, names).one_each([(key,) for key in keys])
+    for key, row in zip(keys, rows, strict=True):
+        if row is None:
+            throw(ObjectNotFound, entity, key)
+    return rows  # type: ignore[return-value]
 
 
 def update_rows(entity: Any, names: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
@@ -86,6 +104,14 @@ def _select_statement(entity: Any, names: tuple[str, ...]) -> Statement:
     columns = ", ".join(quote(_column(entity, name).column) for name in names)
     order = ", ".join(quote(column) for attr in entity._pk_attrs_ for column in attr.columns)
     return entity._database_.statement(f"SELECT {columns} FROM {_table(entity)} ORDER BY {order}")
+
+
+@functools.cache
+def _key_statement(entity: Any, names: tuple[str, ...]) -> Statement:
+    quote = entity._database_.provider.quote_name
+    columns = ", ".join(quote(_column(entity, name).column) for name in names)
+    where = f"{quote(_primary_key(entity).column)} = $1"
+    return entity._database_.statement(f"SELECT {columns} FROM {_table(entity)} WHERE {where}")
 
 
 @functools.cache

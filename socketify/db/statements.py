@@ -33,6 +33,10 @@ entities see the same data:
 * a write (`run`, `run_many`) joins the session's transaction (Pony's `db.get_connection()`),
   which the session commits when it ends, or rolls back on error.
 
+`one_each(rows)` runs a read once per row of values; on PostgreSQL with psycopg 3 installed,
+in a session that would borrow a connection for it, all of them travel in one round trip
+(libpq's pipeline mode, see socketify.db.pipeline), each still a statement of its own.
+
 `run_many` sends N executions as one multi-statement text on PostgreSQL (psycopg2's
 `execute_batch`): each row is still its own statement, but they travel in one round trip per
 `page_size` rows. Elsewhere it is the driver's `executemany`.
@@ -77,8 +81,7 @@ class Statement:
         dialect = db.url.dialect
         self.prepared_name: str | None = None
         if dialect == "postgres":
-            digest = hashlib.sha256(sql.encode()).hexdigest()[:32]
-            self.prepared_name = f"socketify_s_{digest}"
+            self.prepared_name = f"socketify_s_{_digest(sql)}"
             self.prepare_sql = f"PREPARE {self.prepared_name} AS {sql}"
             placeholders = ", ".join(["%s"] * self.arity)
             self.execute_sql = (
@@ -104,6 +107,24 @@ class Statement:
     def all(self, *values: Any) -> list[tuple[Any, ...]]:
         """Every row the statement returns, as a list of tuples."""
         return self._read(values, first=False)
+
+    def one_each(self, rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...] | None]:
+        """`one(*values)` for each row of values, in order; on PostgreSQL with psycopg 3,
+        sent in one round trip when the session allows it (socketify.db.pipeline)."""
+        batch = [tuple(row) for row in rows]
+        for row in batch:
+            self._check(row)
+        if batch and self.db.url.dialect == "postgres":
+            session = _session()
+            if (
+                self.db not in core.local.db2cache
+                and not session.immediate
+                and not session.serializable
+                and (reads := self.db.pipeline_reads()) is not None
+            ):
+                name = self.prepared_name or f"socketify_s_{_digest(self.sql)}"
+                return reads.one_each(name, self.sql, batch)
+        return [self.one(*row) for row in batch]
 
     def run(self, *values: Any) -> int:
         """Run a write in the session's transaction; the number of rows it affected."""
@@ -142,11 +163,8 @@ class Statement:
     def _read(self, values: tuple[Any, ...], first: bool) -> Any:
         self._check(values)
         db = self.db
-        local = core.local
-        session = local.db_session
-        if session is None:
-            throw(core.TransactionError, "db_session is required when working with the database")
-        cache = local.db2cache.get(db)
+        session = _session()
+        cache = core.local.db2cache.get(db)
         if cache is None and not session.immediate and not session.serializable:
             return self._read_borrowed(values, first)
         connection = (
@@ -226,6 +244,19 @@ class Statement:
         if self.order is None:
             return values
         return tuple(values[n - 1] for n in self.order)
+
+
+def _digest(sql: str) -> str:
+    """A statement's name: the same text gets the same name in every process."""
+    return hashlib.sha256(sql.encode()).hexdigest()[:32]
+
+
+def _session() -> Any:
+    """The greenlet's `db_session`; Pony's error outside one."""
+    session = core.local.db_session
+    if session is None:
+        throw(core.TransactionError, "db_session is required when working with the database")
+    return session
 
 
 def _listed(rows: Any) -> list[tuple[Any, ...]]:

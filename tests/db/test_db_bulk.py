@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pony.orm import db_session
+from pony.orm import ObjectNotFound, db_session
 
 import socketify.db
 from tests.db.db_models import define
@@ -65,4 +65,24 @@ def test_update_rows_refuses_rows_of_the_wrong_shape_and_unknown_attributes(
             socketify.db.update_rows(m.User, ["shoe_size"], [(1, 44)])
         with pytest.raises(ValueError, match="not stored in one column"):
             socketify.db.select_columns(m.User, "todos")
+    db.disconnect()
+
+
+def test_get_columns_reads_each_key_in_the_order_given_and_404s_a_missing_one(
+    any_url: str,
+) -> None:
+    db = socketify.db.connect(any_url, pool_size=2)
+    m = define(db)
+    with db_session:
+        for name in ("Ann", "Bob", "Cid"):
+            m.User(name=name, email=f"{name}@x", age=len(name))
+    with db_session:
+        assert socketify.db.get_columns(m.User, [3, 1, 3], "name", "age") == [
+            ("Cid", 3),
+            ("Ann", 3),
+            ("Cid", 3),
+        ]
+        assert socketify.db.get_columns(m.User, [], "name") == []
+        with pytest.raises(ObjectNotFound):
+            socketify.db.get_columns(m.User, [2, 99], "name")
     db.disconnect()

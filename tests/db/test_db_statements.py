@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from pony.orm import TransactionError, db_session
 from pony.orm.core import IntegrityError
+from pony.orm.dbapiprovider import DataError
 
 import socketify.db
 from tests.db.db_models import define
@@ -154,4 +155,45 @@ def test_a_statement_the_server_will_not_prepare_runs_as_text(pg_url: str) -> No
     with db_session:
         assert untyped.one(None) == (True,)
         assert untyped.one(1) == (False,)
+    db.disconnect()
+
+
+def test_one_each_answers_each_row_of_values_in_order(any_url: str) -> None:
+    db, _ = seeded(any_url)
+    by_id = db.statement(f"SELECT id, name FROM {users_table(db)} WHERE id = $1")
+    with db_session:
+        assert by_id.one_each([(2,), (99,), (1,)]) == [(2, "Bob"), None, (1, "Ann")]
+        assert by_id.one_each([]) == []
+    with db_session:
+        by_id.one(1)  # the session holds a connection now: one by one on it
+        assert by_id.one_each([(1,), (2,)]) == [(1, "Ann"), (2, "Bob")]
+    db.disconnect()
+
+
+def test_one_each_pipelines_on_psycopg3_connections_of_their_own_bounded_pool(
+    pg_url: str,
+) -> None:
+    pytest.importorskip("psycopg", reason="pip install 'psycopg[binary]'")
+    db, _ = seeded(pg_url, pool_size=2)
+    by_id = db.statement(f"SELECT id, name FROM {users_table(db)} WHERE id = $1")
+    with db_session:
+        assert by_id.one_each([(1,), (2,)]) == [(1, "Ann"), (2, "Bob")]
+    reads = db.pipeline_reads()
+    assert reads is not None
+    stats = reads.pool.stats()
+    assert (stats.size, stats.in_use, stats.opened) == (2, 0, 1)
+    db.disconnect()
+    assert reads.pool.stats().idle == 0
+
+
+def test_a_failing_execution_in_a_pipelined_batch_raises_and_the_next_batch_runs(
+    pg_url: str,
+) -> None:
+    pytest.importorskip("psycopg", reason="pip install 'psycopg[binary]'")
+    db, _ = seeded(pg_url, pool_size=1)
+    ratio = db.statement("SELECT 10 / $1::int")
+    with pytest.raises(DataError, match="division by zero"), db_session:
+        ratio.one_each([(2,), (0,), (5,)])
+    with db_session:
+        assert ratio.one_each([(2,), (5,)]) == [(5,), (2,)]
     db.disconnect()
