@@ -16,14 +16,13 @@ fails raises its error, as Pony's exception, once the batch is read.
 When it is used: `one_each` on PostgreSQL, in a `db_session` that has not used the database
 yet and starts no transaction — the case where a read would borrow a pooled connection for
 itself anyway (see socketify.db.statements). Anywhere else (the session holds a connection,
-psycopg 3 is missing, or it would not cooperate with gevent) `one_each` runs `one` per row.
+or psycopg 3 is missing) `one_each` runs `one` per row.
 
-Cooperation with gevent. psycopg 3.1.14 and later wait through the `selectors` module when
-gevent has patched `select`, which parks the greenlet instead of the hub; it decides when it
-is imported. This module imports psycopg only when the first pipelined read runs (in a worker,
-after patching). If psycopg was imported before gevent patched the process, its waits would
-block the whole worker: then the pipeline is refused, with one warning, and reads go one by
-one through psycopg2.
+Cooperation with gevent. A batch waits for its socket with `select.select`, which in a
+monkey-patched process is gevent's: the greenlet parks, the worker serves other requests.
+Opening a connection waits through psycopg's `wait_conn`, which uses the `selectors` module
+and so cooperates the same way. Nothing here goes through psycopg's C wait function, the one
+part of psycopg 3 that would block the hub.
 
 A worker may then hold up to twice `pool_size` connections: `pool_size` of each driver.
 `@db.on_connect` hooks run on psycopg2 connections only.
@@ -32,8 +31,6 @@ A worker may then hold up to twice `pool_size` connections: `pool_size` of each 
 from __future__ import annotations
 
 import functools
-import logging
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,20 +38,13 @@ from socketify.db.pool import BoundedPool
 
 __all__ = ["PipelineReads", "as_pony_error", "pipeline_refusal"]
 
-log = logging.getLogger("socketify.db")
-
 
 def pipeline_refusal() -> str | None:
     """Why pipelined reads cannot run in this process, or None when they can."""
     try:
-        import psycopg
+        import psycopg  # noqa: F401
     except ImportError:
         return "psycopg 3 is not installed (pip install socketify-gevent[postgres-pipeline])"
-    monkey = sys.modules.get("gevent.monkey")
-    if monkey is not None and monkey.is_module_patched("select"):
-        waiting = psycopg.waiting
-        if waiting.wait is getattr(waiting, "wait_c", None):
-            return "psycopg 3 was imported before gevent patched the process: it would block"
     return None
 
 
@@ -66,7 +56,9 @@ class Psycopg3Recipe:
     def __init__(self, params: dict[str, Any], schema: str | None) -> None:
         self.params = dict(params)
         if schema is not None:
-            self.params["options"] = f"-c search_path={schema}"
+            option = f"-c search_path={schema}"
+            given = self.params.get("options")
+            self.params["options"] = f"{given} {option}" if given else option
 
     def open(self) -> Any:
         """A new connection."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -196,4 +197,20 @@ def test_a_failing_execution_in_a_pipelined_batch_raises_and_the_next_batch_runs
         ratio.one_each([(2,), (0,), (5,)])
     with db_session:
         assert ratio.one_each([(2,), (5,)]) == [(5,), (2,)]
+    db.disconnect()
+
+
+def test_without_psycopg3_one_each_reads_one_by_one_and_says_why_once(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # `import psycopg` raises ImportError
+    db, _ = seeded(pg_url)
+    by_id = db.statement(f"SELECT name FROM {users_table(db)} WHERE id = $1")
+    with db_session:
+        assert by_id.one_each([(2,), (1,)]) == [("Bob",), ("Ann",)]
+    with db_session:
+        assert by_id.one_each([(1,)]) == [("Ann",)]
+    assert db.pipeline_reads() is None
+    refusals = [r for r in caplog.records if "pipelined reads off" in r.getMessage()]
+    assert len(refusals) == 1 and "psycopg 3 is not installed" in refusals[0].getMessage()
     db.disconnect()
