@@ -79,8 +79,9 @@ class Statement:
         if sorted(set(numbers)) != list(range(1, self.arity + 1)):
             raise ValueError(f"parameters must be numbered $1..$N without gaps: {sql!r}")
         dialect = db.url.dialect
+        self.postgres = dialect == "postgres"
         self.prepared_name: str | None = None
-        if dialect == "postgres":
+        if self.postgres:
             self.prepared_name = f"socketify_s_{_digest(sql)}"
             self.prepare_sql = f"PREPARE {self.prepared_name} AS {sql}"
             placeholders = ", ".join(["%s"] * self.arity)
@@ -114,7 +115,7 @@ class Statement:
         batch = [tuple(row) for row in rows]
         for row in batch:
             self._check(row)
-        if batch and self.db.url.dialect == "postgres":
+        if batch and self.postgres:
             session = _session()
             if (
                 self.db not in core.local.db2cache
@@ -184,7 +185,7 @@ class Statement:
         pool = provider.pool
         connection, _ = provider.connect()  # a pool slot; `@db.on_connect` hooks for a new one
         try:
-            if self.prepared_name is not None and not connection.autocommit:
+            if self.postgres and not connection.autocommit:
                 connection.autocommit = True  # as Pony reads before a session writes
             cursor = connection.cursor()
             self._execute(connection, cursor, values)
