@@ -52,6 +52,10 @@ class ServerOptions:
     max_body_size: int = 16 * 1024 * 1024
     max_connections: int = 10_000
     compression: Any = True  # bool or a CompressionOptions
+    # Request heads end their lines with CRLF; a bare LF is refused (400) because a proxy in
+    # front that reads only CRLF as a line end would see other headers than we do. True
+    # accepts bare LF in the head, for old clients that reach the server directly.
+    allow_bare_lf: bool = False
     trust_proxy: bool = False
     debug: bool = False
     tls: Any = None  # None or a TlsOptions

@@ -112,7 +112,12 @@ class Connection:
         self.sock = sock
         self.addr = addr
         opts = service.options
-        self.http = ServerConnection(opts.max_header_size, opts.max_target_size, opts.max_body_size)
+        self.http = ServerConnection(
+            opts.max_header_size,
+            opts.max_target_size,
+            opts.max_body_size,
+            allow_bare_lf=opts.allow_bare_lf,
+        )
         self._hub = hub = get_hub()
         fd = sock.fileno()
         self._read_watcher = hub.loop.io(fd, 1)
