@@ -216,10 +216,14 @@ class Connection:
         return parser.rest
 
     def _handshake(self) -> bool:
-        """Complete the TLS handshake within idle_timeout; False (close silently) if it fails."""
+        """Complete the TLS handshake within header_timeout; False (close silently) if it fails.
+
+        Not idle_timeout: a client that sends nothing, or half a ClientHello, would hold a
+        connection (and the memory of its TLS state) for that long at no cost to itself.
+        """
         sock = self.sock
         assert isinstance(sock, TlsStream)
-        self.deadline = _monotonic() + self.service.options.idle_timeout
+        self.deadline = _monotonic() + self.service.options.header_timeout
         while True:
             try:
                 step = sock.handshake_step()
