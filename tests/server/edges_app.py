@@ -1,4 +1,4 @@
-"""The app of the strict-edges tests: methods, Host, response header bytes, JSON bounds.
+"""The app of the strict-edges tests: methods, Host, response header bytes, the JSON bound.
 
 `server` keeps the defaults; `lenient` accepts bare LF line ends (`allow_bare_lf=True`).
 """
@@ -29,12 +29,17 @@ def bad_header(req: Request, res: Response) -> None:
     res.send("never sent")
 
 
+def json_items(req: Request, res: Response) -> None:
+    res.json({"items": len(req.json())})
+
+
 def register(app: Server) -> Server:
     app.get("/ping", ping)
     app.get("/only-get", ping)
     app.any("/dav", method)
     app.get("/host", host)
     app.get("/bad-header", bad_header)
+    app.post("/json", json_items)
     return app
 
 

@@ -170,3 +170,45 @@ def test_a_control_byte_in_a_response_header_is_a_500_over_h2c(
         answer = client.response(client.request("GET", f"/bad-header?byte={name}"))
         assert answer.status == 500
         assert answer.header("x-note") is None
+
+
+# -- the JSON bound ---------------------------------------------------------------------------
+
+
+def rss_mib(pid: int) -> float:
+    """The resident memory of process `pid`, in MiB."""
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+def json_array(size: int) -> bytes:
+    return b"[" + b",".join([b"0"] * (size // 2)) + b"]"
+
+
+def test_a_15_mb_json_array_under_the_body_limit_is_413_and_costs_the_worker_little(
+    strict: ServerProcess,
+) -> None:
+    (worker,) = strict.workers()
+    before = rss_mib(worker)
+    text = json_array(15_000_000)
+    framed = request_bytes("POST", "/json", [("Content-Length", str(len(text)))])
+    chunked = request_bytes("POST", "/json", [("Transfer-Encoding", "chunked")])
+    chunks = b"".join(
+        b"%x\r\n%s\r\n" % (len(piece), piece)
+        for piece in (text[i : i + 65536] for i in range(0, len(text), 65536))
+    )
+    for raw in (framed + text, chunked + chunks + b"0\r\n\r\n"):
+        with connect(strict.address, timeout=30) as sock:
+            sock.sendall(raw[:200_000])  # the rest may never be read: a 413 can come first
+            try:
+                sock.sendall(raw[200_000:])
+            except OSError:
+                pass
+            answer = Reader(sock).read_response()
+        assert (answer.status, answer.body) == (413, b"JSON body too large\n")
+    assert rss_mib(worker) - before < 100  # parsing it took the worker to 281 MiB
+    small = json_array(100_000)
+    with connect(strict.address) as sock:
+        sock.sendall(request_bytes("POST", "/json", [("Connection", "close")], small))
+        assert Reader(sock).read_response().body == b'{"items":50000}'
