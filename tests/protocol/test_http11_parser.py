@@ -674,3 +674,16 @@ def test_a_host_that_is_not_a_valid_authority_is_400(host: str) -> None:
 def test_an_http10_request_without_host_is_still_accepted() -> None:
     (head, _) = parse(b"GET / HTTP/1.0\r\n\r\n")
     assert head.version == "HTTP/1.0"
+
+
+@pytest.mark.parametrize("split", [None, 1])
+def test_a_stray_crlf_after_a_body_then_the_close_is_no_request(split: int | None) -> None:
+    raw = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc\r\n"
+    events = parse(raw, split=split, eof=True)
+    assert describe(events)[1:] == [b"abc", END_OF_MESSAGE, CLOSED]
+
+
+@pytest.mark.parametrize("after", [b"0", b"X\r\n", b"\n"])
+def test_chunk_data_followed_by_anything_but_cr_is_refused_at_once(after: bytes) -> None:
+    # No need to wait for a whole line: the byte after the data must be CR.
+    assert refusal(CHUNKED_HEAD + b"5\r\nABCDE" + after) == 400

@@ -4,6 +4,7 @@ bytes, on HTTP/1.1 and on h2c, through `socketify run`."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -212,3 +213,29 @@ def test_a_15_mb_json_array_under_the_body_limit_is_413_and_costs_the_worker_lit
     with connect(strict.address) as sock:
         sock.sendall(request_bytes("POST", "/json", [("Connection", "close")], small))
         assert Reader(sock).read_response().body == b'{"items":50000}'
+
+
+# -- the request corpus, live -----------------------------------------------------------------
+
+CORPUS = Path(__file__).parents[1] / "protocol" / "corpus"
+
+
+@pytest.mark.parametrize("path", sorted((CORPUS / "invalid").glob("*.http")), ids=lambda p: p.stem)
+def test_every_refused_request_of_the_corpus_gets_its_status_and_close_live(
+    strict: ServerProcess, path: Path
+) -> None:
+    expected = int(path.stem.split("_", 1)[0])
+    status, _, _, closed = exchange(strict, path.read_bytes())
+    assert (status, closed) == (expected, True)
+
+
+@pytest.mark.parametrize("path", sorted((CORPUS / "valid").glob("*.http")), ids=lambda p: p.stem)
+def test_every_request_of_the_valid_corpus_is_answered_live(
+    strict: ServerProcess, path: Path
+) -> None:
+    count = int(path.stem.split("_", 1)[0])
+    with connect(strict.address) as sock:
+        sock.sendall(path.read_bytes())
+        reader = Reader(sock)
+        statuses = [reader.read_response().status for _ in range(count)]
+    assert all(status in (200, 204, 404, 405) for status in statuses), statuses

@@ -221,11 +221,14 @@ class RequestParser:
         buf = self._buf
         if not buf:
             if self._eof:
-                return CLOSED if not self._skipped else self._incomplete_head()
+                # Only blank lines (a stray CRLF after a body) before the close: no request.
+                return CLOSED
             return NEED_DATA
         if buf[0] in _CR_LF:
             self._skip_blank_lines()
-            if not buf or buf[0] == 13:  # only blank lines so far, or a lone CR pending
+            if not buf:  # only blank lines so far
+                return CLOSED if self._eof else NEED_DATA
+            if buf[0] == 13:  # a lone CR pending
                 return self._incomplete_head() if self._eof else NEED_DATA
         found = self._find_head_end()
         if found is None:
