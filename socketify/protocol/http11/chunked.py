@@ -56,16 +56,12 @@ class ChunkedDecoder:
                 return self._data()
             if state == DONE:
                 return END_OF_MESSAGE
-            if state == DATA_END:
-                buf = self._source.input
-                if buf and buf[0] != 13:  # the CR must come first: no need to wait for a line
-                    bare_lf = buf[0] == 10
-                    raise ParseError(
-                        400,
-                        "Bare LF in chunk framing" if bare_lf else "Missing CRLF after chunk data",
-                    )
             line = self._take_line(_SIZE_LINE_MAX if state != TRAILERS else _TRAILER_LINE_MAX)
             if line is None:
+                buf = self._source.input
+                if state == DATA_END and buf and buf[0] != 13:
+                    # The CR must come first: no need to wait for a line that cannot be right.
+                    raise ParseError(400, "Missing CRLF after chunk data")
                 return NEED_DATA
             if state == SIZE:
                 self._size(line)
