@@ -57,7 +57,8 @@ __all__ = [
 
 
 # socketify.py's API (`from socketify import App, AppOptions, OpCode`), imported on first use.
-# Its `middleware` helper is not among them: `socketify.middleware` is our middleware package.
+# Its `middleware` helper is not among them: `socketify.middleware`, our middleware package,
+# is callable as that helper.
 _SOCKETIFY_PY = {
     "App",
     "AppListenOptions",
@@ -65,6 +66,7 @@ _SOCKETIFY_PY = {
     "AppRequest",
     "AppResponse",
     "CompressOptions",
+    "Loop",
     "MiddlewareRouter",
     "OpCode",
     "SendStatus",

@@ -9,8 +9,10 @@ a call that is not covered raises NotImplementedError naming what to use instead
 from __future__ import annotations
 
 from socketify.socketify_py.app import App, AppListenOptions, AppOptions
+from socketify.socketify_py.chain import MiddlewareRouter, middleware
+from socketify.socketify_py.files import sendfile
 from socketify.socketify_py.http import AppRequest, AppResponse
-from socketify.socketify_py.unsupported import MiddlewareRouter, middleware, sendfile
+from socketify.socketify_py.loop import Loop
 from socketify.socketify_py.websocket import CompressOptions, OpCode, SendStatus, WebSocket
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "AppRequest",
     "AppResponse",
     "CompressOptions",
+    "Loop",
     "MiddlewareRouter",
     "OpCode",
     "SendStatus",

@@ -9,7 +9,15 @@ a text message and `bytes` for a binary one, `close(ws, code, message_bytes)`.
 
 Topics are the rooms of one Pulse `Hub` per App: `ws.subscribe(topic)` joins, `ws.publish`
 sends to every other subscriber and `app.publish` to all of them, on every worker, through the
-cross-worker bus (the frame is encoded once per publish).
+cross-worker bus (the frame is encoded once per publish). A `subscription(ws, topic,
+subscribers, subscribers_before)` behavior is called when a connection joins or leaves a
+topic, with this worker's counts (uWebSockets counts per process too).
+
+An `upgrade(res, req, socket_context)` behavior decides whether to accept the upgrade, sync
+or `async def`: it calls `res.upgrade(key, protocol, extensions, socket_context,
+user_data)` to accept, or answers the request itself to refuse. The handshake is made once
+it returns, in the request's greenlet, from the request's own headers; `ws.get_user_data()`
+returns the `user_data` it gave.
 """
 
 from __future__ import annotations
@@ -18,19 +26,30 @@ import ipaddress
 import json
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
-from socketify.core.coroutines import blocking, is_async
-from socketify.socketify_py.http import unsupported
+from socketify.core.coroutines import blocking, is_async, runner
+from socketify.socketify_py.http import AppRequest, AppResponse, JsonSerializer, unsupported
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
     from socketify.core.response import Response
     from socketify.realtime.pulse.channel import Channel
     from socketify.realtime.pulse.hub import Hub
+    from socketify.socketify_py.app import App
 
-__all__ = ["CompressOptions", "OpCode", "SendStatus", "WebSocket", "ws_options", "ws_route"]
+__all__ = [
+    "CompressOptions",
+    "OpCode",
+    "SendStatus",
+    "SocketContext",
+    "Topics",
+    "WebSocket",
+    "ws_options",
+    "ws_route",
+]
 
 
 class OpCode(IntEnum):
@@ -81,14 +100,16 @@ class CompressOptions(IntEnum):
     DEDICATED_COMPRESSOR = 15 << 4 | 8
 
 
-# The upgrade request being answered, while `open` runs for its new connection.
-_upgrading: ContextVar[Request | None] = ContextVar("socketify_py_upgrading", default=None)
+# The upgrade request being answered and its user data, while `open` runs for its connection.
+_upgrading: ContextVar[tuple[Request, Any] | None] = ContextVar(
+    "socketify_py_upgrading", default=None
+)
 
 _STATUS = {"SENT": SendStatus.SUCCESS, "BACKPRESSURE": SendStatus.BACKPRESSURE}
 _KEY = "socketify_py.websocket"
 
 
-def _payload(message: Any) -> bytes:
+def _payload(message: Any, serializer: JsonSerializer = json) -> bytes:
     if isinstance(message, bytes):
         return message
     if isinstance(message, str):
@@ -97,31 +118,55 @@ def _payload(message: Any) -> bytes:
         return bytes(message)
     if message is None:
         return b""
-    return json.dumps(message).encode("utf-8")
+    encoded = serializer.dumps(message)
+    return encoded.encode("utf-8") if isinstance(encoded, str) else bytes(encoded)
+
+
+@dataclass(frozen=True)
+class Topics:
+    """What the connections of one ws route share: the App's Hub, the JSON serializer and
+    the `subscription` behavior."""
+
+    hub: Hub
+    serializer: JsonSerializer = json
+    subscription: Callable[..., Any] | None = None
 
 
 class WebSocket:
     """socketify.py's WebSocket: one per connection, over a Pulse `Channel` (`.channel`)."""
 
-    __slots__ = ("channel", "hub", "remote_address")
+    __slots__ = ("channel", "remote_address", "topics", "user_data")
 
-    def __init__(self, channel: Channel, hub: Hub, remote_address: str | None = None) -> None:
+    def __init__(
+        self,
+        channel: Channel,
+        topics: Topics,
+        remote_address: str | None = None,
+        user_data: Any = None,
+    ) -> None:
         self.channel = channel
-        self.hub = hub
+        self.topics = topics
         self.remote_address = remote_address
+        self.user_data = user_data
+
+    @property
+    def hub(self) -> Hub:
+        """The Hub whose rooms are the topics."""
+        return self.topics.hub
 
     @classmethod
-    def of(cls, channel: Channel, hub: Hub) -> WebSocket:
+    def of(cls, channel: Channel, topics: Topics) -> WebSocket:
         """The face of `channel`, made on first use and kept in the channel's locals.
 
         The first use is `open`, while the upgrade request is being answered: the face keeps
-        what it needs of that request (the client's address).
+        what it needs of that request (the client's address, the upgrade's user data).
         """
         found = channel.locals.get(_KEY)
         if found is None:
-            request = _upgrading.get()
+            upgrading = _upgrading.get()
+            request, user_data = upgrading if upgrading is not None else (None, None)
             address = request.remote_ip if request is not None else None
-            found = channel.locals[_KEY] = cls(channel, hub, address)
+            found = channel.locals[_KEY] = cls(channel, topics, address, user_data)
         return found
 
     # -- sending ---------------------------------------------------------------------------
@@ -140,13 +185,18 @@ class WebSocket:
         """
         if not fin:
             raise unsupported("ws.send(fin=False)", "send the whole message in one call")
+        serializer = self.topics.serializer
         if opcode == OpCode.TEXT:
-            text = message if isinstance(message, str) else _payload(message).decode("utf-8")
+            text = (
+                message
+                if isinstance(message, str)
+                else _payload(message, serializer).decode("utf-8")
+            )
             status = self.channel.send_text(text)
         elif opcode == OpCode.BINARY:
-            status = self.channel.send_binary(_payload(message))
+            status = self.channel.send_binary(_payload(message, serializer))
         elif opcode == OpCode.PING:
-            status = self.channel.ping(_payload(message))
+            status = self.channel.ping(_payload(message, serializer))
         else:
             raise ValueError(f"ws.send sends TEXT, BINARY or PING messages, not opcode {opcode}")
         return _STATUS.get(getattr(status, "name", ""), SendStatus.DROPPED)
@@ -188,19 +238,34 @@ class WebSocket:
         except ValueError:
             return None
 
-    def get_user_data(self) -> None:
-        """None: there is no `upgrade` behavior to attach data (use ws.channel.locals)."""
-        return None
+    def get_user_data(self) -> Any:
+        """What the `upgrade` behavior gave `res.upgrade(..., user_data)` (None without one)."""
+        return self.user_data
 
     # -- topics ----------------------------------------------------------------------------
 
     def subscribe(self, topic: str | bytes) -> bool:
         """Join `topic`; True when newly joined."""
-        return self.hub.join(_topic(topic), self.channel)
+        name = _topic(topic)
+        joined = bool(self.hub.join(name, self.channel))
+        if joined:
+            self.tell_subscription(name, +1)
+        return joined
 
     def unsubscribe(self, topic: str | bytes) -> bool:
         """Leave `topic`; True when it was joined."""
-        return self.hub.leave(_topic(topic), self.channel)
+        name = _topic(topic)
+        left = bool(self.hub.leave(name, self.channel))
+        if left:
+            self.tell_subscription(name, -1)
+        return left
+
+    def tell_subscription(self, topic: str, change: int) -> None:
+        """Call the `subscription` behavior: (ws, topic, subscribers, subscribers before)."""
+        callback = self.topics.subscription
+        if callback is not None:
+            now = self.hub.local_size(topic)
+            callback(self, topic, now, now - change)
 
     def is_subscribed(self, topic: str | bytes) -> bool:
         """True when this connection is subscribed to `topic`."""
@@ -219,7 +284,7 @@ class WebSocket:
         self, topic: str | bytes, message: Any, opcode: int = OpCode.BINARY, compress: bool = False
     ) -> bool:
         """Send to every other subscriber of `topic`, on every worker (not to this one)."""
-        publish(self.hub, topic, message, opcode, exclude=self.channel)
+        publish(self.hub, topic, message, opcode, self.topics.serializer, exclude=self.channel)
         return True
 
     def send_fragment(self, *args: Any, **kwargs: Any) -> Any:
@@ -231,14 +296,21 @@ class WebSocket:
 
 
 def publish(
-    hub: Hub, topic: str | bytes, message: Any, opcode: int, exclude: Channel | None = None
+    hub: Hub,
+    topic: str | bytes,
+    message: Any,
+    opcode: int,
+    serializer: JsonSerializer = json,
+    exclude: Channel | None = None,
 ) -> None:
     """Broadcast `message` to `topic` as a TEXT or BINARY frame."""
     if opcode == OpCode.TEXT:
-        text = message if isinstance(message, str) else _payload(message).decode("utf-8")
+        text = (
+            message if isinstance(message, str) else _payload(message, serializer).decode("utf-8")
+        )
         hub.broadcast_text(_topic(topic), text, exclude=exclude)
     elif opcode == OpCode.BINARY:
-        hub.broadcast_binary(_topic(topic), _payload(message), exclude=exclude)
+        hub.broadcast_binary(_topic(topic), _payload(message, serializer), exclude=exclude)
     else:
         raise ValueError(f"publish sends TEXT or BINARY messages, not opcode {opcode}")
 
@@ -253,9 +325,6 @@ def _topic(topic: str | bytes) -> str:
 
 # Behavior keys socketify.py accepts that have no meaning here, with what to do instead.
 _UNSUPPORTED = {
-    "upgrade": "let app.ws() upgrade, and check the request before it in a Socketify"
-    " middleware (app.use)",
-    "subscription": "count subscribers with app.num_subscribers(topic)",
     "max_lifetime": "close long-lived connections from the app (ws.end)",
     "reset_idle_timeout_on_send": "only what the client sends resets the idle timer",
     "send_pings_automatically": "idle_timeout always pings a silent client before closing it",
@@ -267,6 +336,8 @@ _KNOWN = {
     "drain",
     "ping",
     "pong",
+    "upgrade",
+    "subscription",
     "compression",
     "max_payload_length",
     "idle_timeout",
@@ -275,7 +346,7 @@ _KNOWN = {
 }
 
 
-def ws_options(behavior: dict[str, Any], hub: Hub) -> dict[str, Any]:
+def ws_options(behavior: dict[str, Any], topics: Topics) -> dict[str, Any]:
     """The `Server.ws` keyword arguments for a socketify.py behavior dict."""
     if not isinstance(behavior, dict):
         raise TypeError("app.ws(path, behavior): behavior must be a dict")
@@ -295,31 +366,70 @@ def ws_options(behavior: dict[str, Any], hub: Hub) -> dict[str, Any]:
         "compression": bool(behavior.get("compression", CompressOptions.DISABLED)),
     }
     # `open` always makes the connection's face, while the upgrade request is at hand.
-    options["open"] = _with_face(behavior.get("open") or _ignore, hub)
+    options["open"] = _with_face(behavior.get("open") or _ignore, topics)
     if behavior.get("drain") is not None:
-        options["drain"] = _with_face(behavior["drain"], hub)
+        options["drain"] = _with_face(behavior["drain"], topics)
     message = behavior.get("message")
     if message is not None:
-        options["message"] = _with_face(message, hub, _as_opcode)
+        options["message"] = _with_face(message, topics, _as_opcode)
     close = behavior.get("close")
     if close is not None:
-        options["close"] = _with_face(close, hub, _as_close)
+        options["close"] = _with_face(close, topics, _as_close)
     for role in ("ping", "pong"):
         if behavior.get(role) is not None:
             options["open"] = _with_ping_pong(
-                options.get("open"), role, _with_face(behavior[role], hub)
+                options.get("open"), role, _with_face(behavior[role], topics)
             )
     return options
 
 
-def ws_route(behavior: dict[str, Any], hub: Hub) -> Callable[[Request, Response], Any]:
+class SocketContext:
+    """What an `upgrade` behavior passes back to `res.upgrade`: whether, and with what data,
+    the connection is accepted."""
+
+    __slots__ = ("accepted", "user_data")
+
+    def __init__(self) -> None:
+        self.accepted = False
+        self.user_data: Any = None
+
+    def accept(self, res: AppResponse, user_data: Any) -> bool:
+        """Record the acceptance (the handshake is made once the behavior returns)."""
+        if res.response.ended:
+            return False
+        self.accepted = True
+        self.user_data = user_data
+        return True
+
+
+def ws_route(behavior: dict[str, Any], app: App) -> Callable[[Request, Response], Any]:
     """The GET handler of a socketify.py WebSocket route: upgrade, then the callbacks."""
     from socketify.realtime.pulse.routes import ws_handler
 
-    upgrade = ws_handler(**ws_options(behavior, hub))
+    if not isinstance(behavior, dict):
+        raise TypeError("app.ws(path, behavior): behavior must be a dict")
+    subscription = behavior.get("subscription")
+    if subscription is not None:
+        subscription = blocking(subscription, "the ws subscription behavior")
+    topics = Topics(app.hub(), app.serializer, subscription)
+    upgrade = ws_handler(**ws_options(behavior, topics))
+    decide = behavior.get("upgrade")
+    if decide is not None and not callable(decide):
+        raise TypeError("the ws behavior 'upgrade' must be callable")
 
     def handler(req: Request, res: Response) -> Any:
-        token = _upgrading.set(req)
+        user_data = None
+        if decide is not None:
+            context = SocketContext()
+            face, request = AppResponse(res, req, app), AppRequest(req)
+            if is_async(decide):
+                runner().run(decide(face, request, context))
+            else:
+                decide(face, request, context)
+            if not context.accepted:
+                return None  # the behavior answered (or the answer is an empty 200)
+            user_data = context.user_data
+        token = _upgrading.set((req, user_data))
         try:
             return upgrade(req, res)
         finally:
@@ -334,19 +444,19 @@ def _ignore(ws: WebSocket) -> None:
 
 def _with_face(
     callback: Callable[..., Any],
-    hub: Hub,
+    topics: Topics,
     convert: Callable[..., tuple[Any, ...]] = lambda *rest: rest,
 ) -> Callable[..., Any]:
     """`callback(ws, *convert(*rest))` called as `(channel, *rest)`; async stays async."""
     if is_async(callback):
 
         async def call_async(channel: Channel, *rest: Any) -> Any:
-            return await callback(WebSocket.of(channel, hub), *convert(*rest))
+            return await callback(WebSocket.of(channel, topics), *convert(*rest))
 
         return call_async
 
     def call(channel: Channel, *rest: Any) -> Any:
-        return callback(WebSocket.of(channel, hub), *convert(*rest))
+        return callback(WebSocket.of(channel, topics), *convert(*rest))
 
     return call
 

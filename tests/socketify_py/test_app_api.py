@@ -151,11 +151,9 @@ def test_every_method_has_its_registration() -> None:
 @pytest.mark.parametrize(
     ("call", "names"),
     [
-        (lambda res, req: res.on_writable(lambda res, offset: True), "res.on_writable"),
-        (lambda res, req: res.try_end(b"x", 1), "res.try_end"),
         (lambda res, req: res.pause(), "res.pause"),
-        (lambda res, req: req.set_yield(True), "req.set_yield"),
-        (lambda res, req: res.upgrade("k", "", "", None), "res.upgrade"),
+        (lambda res, req: res.resume(), "res.resume"),
+        (lambda res, req: res.get_native_handle(), "res.get_native_handle"),
     ],
 )
 def test_calls_not_covered_fail_with_what_to_use_instead(call: Any, names: str) -> None:
@@ -169,23 +167,7 @@ def test_calls_not_covered_fail_with_what_to_use_instead(call: Any, names: str) 
     assert names in message and "socketify-py.md" in message
 
 
-def test_helpers_not_covered_fail_when_used() -> None:
-    from socketify import MiddlewareRouter, sendfile
-    from socketify.socketify_py import middleware
-
-    with pytest.raises(NotImplementedError, match=r"app\.use"):
-        middleware(lambda res, req, data: data)
-    with pytest.raises(NotImplementedError, match=r"app\.static"):
-        sendfile(None, None, "index.html")
-    with pytest.raises(NotImplementedError, match=r"app\.group"):
-        MiddlewareRouter(App())
-    with pytest.raises(NotImplementedError, match="jinja2"):
-        App().template(object())
-
-
 def test_ws_behaviors_not_covered_are_refused_at_registration() -> None:
-    with pytest.raises(NotImplementedError, match="upgrade"):
-        App().ws("/ws", {"upgrade": lambda res, req, context: None})
     with pytest.raises(NotImplementedError, match="max_lifetime"):
         App().ws("/ws", {"max_lifetime": 5})
     with pytest.raises(ValueError, match="unknown ws behavior"):
@@ -224,8 +206,6 @@ def test_app_options_become_tls_options(tmp_path: Any) -> None:
     pki = make_pki(tmp_path)
     app = App(AppOptions(key_file_name=pki.server.key, cert_file_name=pki.server.cert))
     assert app.settings.tls is not None and app.settings.tls.cert_file == pki.server.cert
-    with pytest.raises(NotImplementedError, match="passphrase"):
-        App(AppOptions(key_file_name="k", cert_file_name="c", passphrase="secret"))
     with pytest.raises(ValueError, match="both key_file_name and cert_file_name"):
         App(AppOptions(cert_file_name="c"))
 
