@@ -22,9 +22,11 @@ returns the `user_data` it gave.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import ipaddress
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import IntEnum
@@ -105,8 +107,11 @@ _upgrading: ContextVar[tuple[Request, Any] | None] = ContextVar(
     "socketify_py_upgrading", default=None
 )
 
+DRAIN_POLL = 0.005  # seconds between looks at what `open` left to write
+
 _STATUS = {"SENT": SendStatus.SUCCESS, "BACKPRESSURE": SendStatus.BACKPRESSURE}
 _KEY = "socketify_py.websocket"
+_DRAIN_KEY = "socketify_py.drain_after_open"
 
 
 def _payload(message: Any, serializer: JsonSerializer = json) -> bytes:
@@ -369,6 +374,7 @@ def ws_options(behavior: dict[str, Any], topics: Topics) -> dict[str, Any]:
     options["open"] = _with_face(behavior.get("open") or _ignore, topics)
     if behavior.get("drain") is not None:
         options["drain"] = _with_face(behavior["drain"], topics)
+        options["open"] = _drain_after_open(options["open"], options["drain"])
     message = behavior.get("message")
     if message is not None:
         options["message"] = _with_face(message, topics, _as_opcode)
@@ -459,6 +465,45 @@ def _with_face(
         return callback(WebSocket.of(channel, topics), *convert(*rest))
 
     return call
+
+
+def _drain_after_open(
+    open: Callable[..., Any], drain: Callable[..., Any]
+) -> Callable[[Channel], Any]:
+    """An `open` after which `drain` is called once what it sent has been written.
+
+    In uWebSockets `open` runs after the handshake, so what it sends goes to the socket and
+    `drain` follows once a backlog the socket did not take is gone. Here `open` runs while the
+    handshake is being answered and its frames wait behind it, counted by
+    `get_buffered_amount()`: an `open` that sends until that count grows (socketify.py's
+    backpressure example) is owed a `drain` once they are written, or it would never be
+    called again.
+    """
+    first = blocking(open, "the ws open callback")
+
+    def opened(channel: Channel) -> Any:
+        result = first(channel)
+        if channel.pending_bytes:
+            runner().run(_start(channel, _drain_when_written(channel, drain)))
+        return result
+
+    return opened
+
+
+async def _start(channel: Channel, coroutine: Coroutine[Any, Any, Any]) -> None:
+    """Schedule `coroutine` on the running loop and return at once; the channel keeps the
+    task until it ends (the loop holds only weak references to its tasks)."""
+    channel.locals[_DRAIN_KEY] = asyncio.get_running_loop().create_task(coroutine)
+
+
+async def _drain_when_written(channel: Channel, drain: Callable[..., Any]) -> None:
+    """Call `drain(channel)` once the frames queued during `open` are written."""
+    while channel.alive and channel.pending_bytes:
+        await asyncio.sleep(DRAIN_POLL)
+    if channel.alive:
+        result = drain(channel)
+        if inspect.isawaitable(result):
+            await result
 
 
 def _as_opcode(data: str | bytes, is_binary: bool) -> tuple[Any, ...]:

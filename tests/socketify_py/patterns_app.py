@@ -193,6 +193,18 @@ def subscription(ws, topic, subscribers, subscribers_before):
     ws.send({"topic": topic, "now": subscribers, "before": subscribers_before}, OpCode.TEXT)
 
 
+def fill(ws):
+    # Send numbered messages until the socket pushes back, as far as 2000 of them.
+    sent = ws.get_user_data()
+    while ws.get_buffered_amount() < 1024 and sent["count"] < 2000:
+        ws.send(f"message {sent['count']}", OpCode.TEXT)
+        sent["count"] += 1
+
+
+def counting_upgrade(res, req, socket_context):
+    res.upgrade(None, None, None, socket_context, {"count": 0})
+
+
 behavior = {
     "upgrade": upgrade,
     "open": ws_open,
@@ -212,6 +224,7 @@ app.post("/counted", counted)
 app.get("/source", source)
 app.ws("/chat", behavior)
 app.ws("/late", {**behavior, "upgrade": slow_upgrade})
+app.ws("/flood", {"upgrade": counting_upgrade, "open": fill, "drain": fill})
 app.any("/", lambda res, req: res.end("not a WebSocket"))
 app.any("/*", catch_all)
 app.listen(

@@ -141,6 +141,14 @@ def test_an_async_upgrade_behavior_upgrades_after_it_awaited(live: ServerProcess
         assert ws.recv(timeout=10) == "hello late"
 
 
+def test_drain_follows_an_open_that_sent_until_the_socket_pushed_back(
+    live: ServerProcess,
+) -> None:
+    with connect(f"ws://127.0.0.1:{live.port}/flood", open_timeout=10) as ws:
+        got = [ws.recv(timeout=10) for _ in range(2000)]
+    assert got == [f"message {n}" for n in range(2000)]
+
+
 def test_a_ws_route_passes_a_plain_request_on_to_the_next_route(live: ServerProcess) -> None:
     answer = get(live, "/chat")
     assert (answer.status_code, answer.text) == (404, "nothing at /chat")
