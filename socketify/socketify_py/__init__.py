@@ -11,8 +11,9 @@ from __future__ import annotations
 from socketify.socketify_py.app import App, AppListenOptions, AppOptions
 from socketify.socketify_py.chain import MiddlewareRouter, middleware
 from socketify.socketify_py.files import sendfile
-from socketify.socketify_py.http import AppRequest, AppResponse
 from socketify.socketify_py.loop import Loop
+from socketify.socketify_py.request import AppRequest
+from socketify.socketify_py.response import AppResponse
 from socketify.socketify_py.websocket import CompressOptions, OpCode, SendStatus, WebSocket
 
 __all__ = [

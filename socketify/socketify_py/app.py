@@ -3,8 +3,9 @@
 `App` *is* a `socketify.Server`, so `socketify run module:app` serves it like any other app,
 pre-forked, with every command-line option; `python app.py` ending in `app.run()` starts the
 same pre-fork master. What changes is the face: route handlers take socketify.py's
-`(res, req)` (see `socketify.socketify_py.http`), `app.ws(path, behavior)` takes its dict
-(`socketify.socketify_py.websocket`), and `listen(port, handler)` only records where to listen:
+`(res, req)` (`socketify.socketify_py.request`, `.response`, served by `.handlers`),
+`app.ws(path, behavior)` takes its dict (`.behaviors`, `.websocket`), and
+`listen(port, handler)` only records where to listen:
 `run()` binds, forks the workers, calls the handlers with the bound `AppListenOptions`, and
 supervises until a signal stops the server.
 
@@ -33,10 +34,13 @@ from socketify.core.coroutines import is_async
 from socketify.core.request import Request
 from socketify.core.response import Response
 from socketify.core.tls_options import TlsOptions
+from socketify.socketify_py.behaviors import ws_route
+from socketify.socketify_py.errors import unsupported
 from socketify.socketify_py.handlers import RouteHandler, WebSocketRoute
-from socketify.socketify_py.http import AppRequest, AppResponse, JsonSerializer, unsupported
 from socketify.socketify_py.loop import Loop
-from socketify.socketify_py.websocket import OpCode, publish, ws_route
+from socketify.socketify_py.request import AppRequest
+from socketify.socketify_py.response import AppResponse, JsonSerializer
+from socketify.socketify_py.websocket import OpCode, publish
 
 __all__ = ["App", "AppListenOptions", "AppOptions"]
 

@@ -22,7 +22,8 @@ from socketify.middleware.conditional import (
 )
 
 if TYPE_CHECKING:
-    from socketify.socketify_py.http import AppRequest, AppResponse
+    from socketify.socketify_py.request import AppRequest
+    from socketify.socketify_py.response import AppResponse
 
 __all__ = ["sendfile"]
 

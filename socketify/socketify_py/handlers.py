@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from socketify.core.coroutines import is_async, runner
 from socketify.core.routing import ANY
-from socketify.socketify_py.http import AppRequest, AppResponse
+from socketify.socketify_py.request import AppRequest
+from socketify.socketify_py.response import AppResponse
 
 if TYPE_CHECKING:
     from socketify.core.request import Request

@@ -1,12 +1,11 @@
-"""socketify.py's `AppRequest` and `AppResponse`, as faces over Socketify's Request and Response.
+"""socketify.py's `AppResponse`, a face over Socketify's Response.
 
 socketify.py (and uWebSockets under it) hands a handler `(res, req)`: a response with
-`write_status`, `write_header`, `end`... that return the response for chaining, and a request
-read through getters (`get_header`, `get_query`, `get_parameter`...). These two classes give
-that surface to handlers served by Socketify. They keep nothing of their own beyond what
-socketify.py keeps per request (the data and abort callbacks); every write goes to the
-Socketify `Response` of the request, so headers, cookies, compression, HEAD and keep-alive
-behave as for any Socketify handler.
+`write_status`, `write_header`, `end`... that return the response for chaining. This class
+gives that surface to handlers served by Socketify. It keeps nothing of its own beyond what
+socketify.py keeps per request (the data, writable and abort callbacks, a body in pieces);
+every write goes to the Socketify `Response` of the request, so headers, cookies,
+compression, HEAD and keep-alive behave as for any Socketify handler.
 
 What differs, by design:
 - `write()` buffers; the body goes out with `end()` (one answer per handler, as Socketify's
@@ -35,20 +34,14 @@ from urllib.parse import parse_qs
 from socketify.core.coroutines import runner
 from socketify.core.request import Request
 from socketify.core.response import Response
+from socketify.socketify_py.errors import unsupported
+from socketify.socketify_py.request import as_text
 from socketify.socketify_py.streaming import ChunkStream
 
 if TYPE_CHECKING:
     from socketify.socketify_py.app import App
 
-__all__ = ["AppRequest", "AppResponse", "unsupported"]
-
-
-def unsupported(name: str, instead: str) -> NotImplementedError:
-    """The error raised by a socketify.py call Socketify does not provide."""
-    return NotImplementedError(
-        f"{name} is part of socketify.py's API that Socketify does not provide: {instead}"
-        " (see docs/guide/socketify-py.md)"
-    )
+__all__ = ["AppResponse", "JsonSerializer"]
 
 
 class JsonSerializer(Protocol):
@@ -78,84 +71,6 @@ def _inside_task() -> bool:
         return asyncio.current_task() is not None
     except RuntimeError:  # no event loop running in this thread
         return False
-
-
-def _text(value: str | bytes) -> str:
-    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
-
-
-class AppRequest:
-    """socketify.py's request: getters over a Socketify `Request` (`.request`)."""
-
-    __slots__ = ("request", "yielding")
-
-    def __init__(self, request: Request) -> None:
-        self.request = request
-        self.yielding = False
-
-    def get_url(self) -> str:
-        """The path as sent, without the query string."""
-        return self.request.raw_path
-
-    def get_full_url(self) -> str:
-        """The path and query string as sent."""
-        return self.request.raw_target
-
-    def get_method(self) -> str:
-        """The method, as sent (upper case for the usual ones)."""
-        return self.request.method
-
-    def get_header(self, lower_case_header: str | bytes) -> str | None:
-        """The value of one header (joined if repeated), or None."""
-        name = _text(lower_case_header).lower()
-        return self.request.headers.get(name)
-
-    def get_headers(self) -> dict[str, str]:
-        """Every header, by lower-case name."""
-        return dict(self.request.headers.items())
-
-    def for_each_header(self, handler: Callable[[str, str], Any]) -> None:
-        """Call `handler(name, value)` for each header field, in the order sent."""
-        for name, value in self.request.header_fields():
-            handler(name, value)
-
-    def get_query(self, key: str | bytes) -> str | None:
-        """The first value of query parameter `key`, decoded, or None."""
-        values = self.request.query.getall(_text(key))
-        return values[0] if values else None
-
-    def get_queries(self) -> dict[str, list[str]]:
-        """The query string parsed: every name with its list of values."""
-        return parse_qs(self.request.query_string, keep_blank_values=True)
-
-    def get_parameter(self, index: int) -> str | None:
-        """The route parameter at `index` (`:name` segments in pattern order), or None."""
-        values = self.get_parameters()
-        return values[index] if 0 <= index < len(values) else None
-
-    def get_parameters(self) -> list[str]:
-        """The route parameters in pattern order (a bare `*` wildcard is not one)."""
-        return [value for name, value in self.request.params.items() if name != "*"]
-
-    def get_cookie(self, name: str) -> str | None:
-        """The value of cookie `name`, or None."""
-        return self.request.cookies.get(name)
-
-    def preserve(self) -> AppRequest:
-        """A no-op: a Socketify request stays readable for the whole handler, async or not."""
-        return self
-
-    def get_yield(self) -> bool:
-        """True when the handler declined the request (`set_yield(True)`)."""
-        return self.yielding
-
-    def set_yield(self, has_yield: bool | int) -> None:
-        """Decline the request: unless answered, the next matching route gets it."""
-        self.yielding = bool(has_yield)
-
-    def is_ancient(self) -> bool:
-        """True for an HTTP/1.0 request."""
-        return self.request.http_version == "1.0"
 
 
 class _BodyAwaitable:
@@ -212,7 +127,7 @@ class AppResponse:
         """
         status = status_or_status_text
         if isinstance(status, bytes | str):
-            code_text = _text(status).strip().split(" ", 1)[0]
+            code_text = as_text(status).strip().split(" ", 1)[0]
             if not code_text.isdigit():
                 raise ValueError(f"{status!r} is not a valid status")
             status = int(code_text)
@@ -225,8 +140,8 @@ class AppResponse:
 
     def write_header(self, key: str | bytes, value: str | bytes | int) -> AppResponse:
         """Add a header line (a repeated name gives repeated lines, as uWebSockets does)."""
-        text = str(value) if isinstance(value, int) else _text(value)
-        self.response.add_header(_text(key), text)
+        text = str(value) if isinstance(value, int) else as_text(value)
+        self.response.add_header(as_text(key), text)
         return self
 
     def set_cookie(self, name: str, value: str, options: dict[str, Any] | None = None) -> None:
@@ -282,7 +197,7 @@ class AppResponse:
         for name, value in pairs:
             self.write_header(name, value)
         data, as_json = _as_bytes(message, self.serializer)
-        kind = "application/json" if as_json else _text(content_type)
+        kind = "application/json" if as_json else as_text(content_type)
         if self.response.get_header("content-type") is None:
             self.response.set_header("Content-Type", kind)
         return self.end(data, end_connection)
