@@ -1,11 +1,12 @@
 """Run socketify.py's own examples unmodified and probe their routes; print the tally.
 
-    python load_tests/socketify_py_examples.py EXAMPLES_DIR [NAME ...]
+    python load_tests/socketify_py_examples.py EXAMPLES_DIR [NAME ...] [--python PYTHON]
 
 EXAMPLES_DIR is the `examples/` folder of a cirospaciari/socketify.py checkout (the search
 tool's `fetch` gives one; `git archive HEAD examples | tar -x` unpacks it). Each example is
-started as its users start it, `python NAME.py` in that folder, with this interpreter (so
-`from socketify import App` is ours when our package is installed, theirs with theirs), and
+started as its users start it, `python NAME.py` in that folder, with this interpreter or
+`--python` (so `from socketify import App` is ours where our package is installed, theirs
+where socketify.py is: load_tests/.venv has it, to check what the probes expect), and
 its routes are asked what socketify.py answers, as read from its code and its examples'
 comments. The examples all listen on port 3000 (and one on /tmp/test.sock): each runs in a
 private network namespace (`unshare --net`, root or unprivileged user namespaces needed), so
@@ -314,11 +315,13 @@ def wait_listening(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def started(example: Example, folder: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def started(
+    example: Example, folder: Path, log: Path, python: str
+) -> Iterator[subprocess.Popen[bytes]]:
     """`python NAME.py` in `folder`, output to `log`; stopped (SIGINT, then SIGKILL) after."""
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, f"{example.name}.py"],
+            [python, f"{example.name}.py"],
             cwd=folder,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -336,11 +339,11 @@ def started(example: Example, folder: Path, log: Path) -> Iterator[subprocess.Po
                     process.wait()
 
 
-def run_one(example: Example, folder: Path, logs: Path) -> str | None:
+def run_one(example: Example, folder: Path, logs: Path, python: str) -> str | None:
     """Start, probe and stop one example: None when it answered as expected, else why not."""
     log = logs / f"{example.name}.log"
     try:
-        with started(example, folder, log) as process:
+        with started(example, folder, log, python) as process:
             wait_listening(process)
             example.probe(folder)
             if example.exits_by_itself:
@@ -374,6 +377,7 @@ def main() -> int:
     parser.add_argument("examples", type=Path, help="socketify.py's examples/ folder")
     parser.add_argument("names", nargs="*", help="only these examples")
     parser.add_argument("--logs", type=Path, default=Path("/tmp/socketify-py-examples"))
+    parser.add_argument("--python", default=sys.executable, help="the examples' interpreter")
     parser.add_argument("--in-namespace", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not args.in_namespace and not inside_namespace(sys.argv[1:]):
@@ -383,7 +387,7 @@ def main() -> int:
     chosen = [e for e in EXAMPLES if not args.names or e.name in args.names]
     passed = 0
     for example in chosen:
-        failure = run_one(example, args.examples.resolve(), args.logs)
+        failure = run_one(example, args.examples.resolve(), args.logs, args.python)
         passed += failure is None
         print(f"{'ok  ' if failure is None else 'FAIL'} {example.name:24} {failure or ''}")
     print(f"{passed} of {len(chosen)} examples answer as socketify.py does (logs: {args.logs})")
