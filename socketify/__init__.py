@@ -61,11 +61,13 @@ __all__ = [
 # is callable as that helper.
 _SOCKETIFY_PY = {
     "App",
+    "AppExtension",
     "AppListenOptions",
     "AppOptions",
     "AppRequest",
     "AppResponse",
     "CompressOptions",
+    "DecoratorRouter",
     "Loop",
     "MiddlewareRouter",
     "OpCode",

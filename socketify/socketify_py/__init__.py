@@ -9,7 +9,8 @@ a call that is not covered raises NotImplementedError naming what to use instead
 from __future__ import annotations
 
 from socketify.socketify_py.app import App, AppListenOptions, AppOptions
-from socketify.socketify_py.chain import MiddlewareRouter, middleware
+from socketify.socketify_py.chain import DecoratorRouter, MiddlewareRouter, middleware
+from socketify.socketify_py.extensions import AppExtension
 from socketify.socketify_py.files import sendfile
 from socketify.socketify_py.loop import Loop
 from socketify.socketify_py.request import AppRequest
@@ -18,11 +19,13 @@ from socketify.socketify_py.websocket import CompressOptions, OpCode, SendStatus
 
 __all__ = [
     "App",
+    "AppExtension",
     "AppListenOptions",
     "AppOptions",
     "AppRequest",
     "AppResponse",
     "CompressOptions",
+    "DecoratorRouter",
     "Loop",
     "MiddlewareRouter",
     "OpCode",

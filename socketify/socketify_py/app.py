@@ -21,6 +21,8 @@ written, and every other one in flight, is finished first.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import logging
 import os
@@ -35,7 +37,9 @@ from socketify.core.request import Request
 from socketify.core.response import Response
 from socketify.core.tls_options import TlsOptions
 from socketify.socketify_py.behaviors import ws_route
+from socketify.socketify_py.chain import RouteTable
 from socketify.socketify_py.errors import unsupported
+from socketify.socketify_py.extensions import Extension, Faces, extend
 from socketify.socketify_py.handlers import RouteHandler, WebSocketRoute
 from socketify.socketify_py.loop import Loop
 from socketify.socketify_py.request import AppRequest
@@ -47,7 +51,8 @@ __all__ = ["App", "AppListenOptions", "AppOptions"]
 log = logging.getLogger("socketify.socketify_py")
 
 Handler = Callable[[AppResponse, AppRequest], Any]
-ErrorHandler = Callable[[Exception, AppResponse, AppRequest], Any]
+# socketify.py calls it with None for res and req when a lifespan hook failed.
+ErrorHandler = Callable[[Exception, AppResponse | None, AppRequest | None], Any]
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,8 @@ class App(Server):
         if options is not None:
             server_options.setdefault("tls", options.tls_options())
         super().__init__(**server_options)
+        # `app.router` is the route table, and also socketify.py's `app.router(prefix, ...)`.
+        self.router = RouteTable(self)
         self.app_options = options
         self.listen_at: list[tuple[AppListenOptions, ListenHandler | None]] = []
         self.topics: Any = None  # the Pulse Hub of ws topics, made by the first ws() or publish
@@ -131,6 +138,45 @@ class App(Server):
         self.template_engine: Any = None
         self.loop = Loop()
         self.master_pid: int | None = None  # set by run(): the process that supervises
+        self.faces = Faces()  # the classes of the faces, with the registered extensions
+        self.lifespan = lifespan
+        self.start_hook: Callable[[], Any] | None = None
+        self.shutdown_hook: Callable[[], Any] | None = None
+        self.error_handler: ErrorHandler | None = None
+
+    # -- extensions and the lifespan ------------------------------------------------------
+
+    def register(self, extension: Extension) -> None:
+        """Add `extension(request, response, ws)`'s methods and properties to the faces."""
+        self.router.check_open()
+        self.faces = extend(self.faces, extension)
+
+    def on_start(self, hook: Callable[[], Any]) -> Callable[[], Any]:
+        """Run `hook()` (plain or `async def`) in `run()`, before the workers start."""
+        self.start_hook = hook
+        return hook
+
+    def on_shutdown(self, hook: Callable[[], Any]) -> Callable[[], Any]:
+        """Run `hook()` (plain or `async def`) in `run()`, once the workers have stopped."""
+        self.shutdown_hook = hook
+        return hook
+
+    def run_hook(self, hook: Callable[[], Any] | None) -> None:
+        """Run a lifespan hook; what it raises goes to the error handler, as in socketify.py."""
+        if hook is None or not self.lifespan:
+            return
+        try:
+            result = hook()
+            if inspect.isawaitable(result):
+                asyncio.run(_awaited(result))
+        except Exception as error:
+            log.exception("the %s hook failed", getattr(hook, "__name__", "lifespan"))
+            handler = self.error_handler
+            if handler is not None:
+                try:
+                    handler(error, None, None)
+                except Exception:
+                    log.exception("the error handler failed on a lifespan hook's error")
 
     # -- routes ----------------------------------------------------------------------------
 
@@ -182,16 +228,19 @@ class App(Server):
 
     def set_error_handler(self, handler: ErrorHandler) -> None:
         """`handler(error, res, req)` answers what a handler raised (socketify.py's order)."""
+        self.error_handler = handler
         if is_async(handler):
 
             async def on_error_async(req: Request, res: Response, exc: Exception) -> Any:
-                return await handler(exc, AppResponse(res, req, self), AppRequest(req))
+                return await handler(
+                    exc, self.faces.response(res, req, self), self.faces.request(req)
+                )
 
             super().on_error(on_error_async)
         else:
 
             def on_error(req: Request, res: Response, exc: Exception) -> Any:
-                return handler(exc, AppResponse(res, req, self), AppRequest(req))
+                return handler(exc, self.faces.response(res, req, self), self.faces.request(req))
 
             super().on_error(on_error)
 
@@ -286,12 +335,14 @@ class App(Server):
             raise RuntimeError("call app.listen(port, handler) before app.run()")
         binds = [_bind_text(where) for where, _ in self.listen_at]
         self.master_pid = os.getpid()
+        self.run_hook(self.start_hook)
         Server.listen(self, binds=binds)
         for where, handler in self.listen_at:
             if handler is not None:
                 # A port 0 is reported resolved (the first TCP bind's port).
                 handler(where if where.domain or where.port else replace(where, port=self.port))
         self.wait()
+        self.run_hook(self.shutdown_hook)
         return self
 
     def close(self) -> App:
@@ -323,6 +374,10 @@ class App(Server):
         self.use(static_files.serve(directory, route.rstrip("/") or "/"))
         return self
 
+    def domain(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported."""
+        raise unsupported("app.domain", "route by host with app.host(pattern)")
+
     def add_server_name(self, *args: Any, **kwargs: Any) -> Any:
         """Not supported."""
         raise unsupported("app.add_server_name", "give TlsOptions(sni={host: (cert, key)})")
@@ -338,6 +393,10 @@ class App(Server):
     def get_native_handle(self, *args: Any, **kwargs: Any) -> Any:
         """Not supported."""
         raise unsupported("app.get_native_handle", "there is no uWebSockets app underneath")
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def _bind_text(where: AppListenOptions) -> str:

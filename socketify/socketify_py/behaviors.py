@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from socketify.core.coroutines import blocking, is_async, runner
 from socketify.socketify_py.errors import unsupported
-from socketify.socketify_py.request import AppRequest
 from socketify.socketify_py.response import AppResponse
 from socketify.socketify_py.websocket import UPGRADING, CompressOptions, OpCode, Topics, WebSocket
 
@@ -127,7 +126,7 @@ def ws_route(behavior: dict[str, Any], app: App) -> Callable[[Request, Response]
     subscription = behavior.get("subscription")
     if subscription is not None:
         subscription = blocking(subscription, "the ws subscription behavior")
-    topics = Topics(app.hub(), app.serializer, subscription)
+    topics = Topics(app.hub(), app.serializer, subscription, app.faces.websocket)
     upgrade = ws_handler(**ws_options(behavior, topics))
     decide = behavior.get("upgrade")
     if decide is not None and not callable(decide):
@@ -137,7 +136,7 @@ def ws_route(behavior: dict[str, Any], app: App) -> Callable[[Request, Response]
         user_data = None
         if decide is not None:
             context = SocketContext()
-            face, request = AppResponse(res, req, app), AppRequest(req)
+            face, request = app.faces.response(res, req, app), app.faces.request(req)
             if is_async(decide):
                 runner().run(decide(face, request, context))
             else:
@@ -167,12 +166,12 @@ def _with_face(
     if is_async(callback):
 
         async def call_async(channel: Channel, *rest: Any) -> Any:
-            return await callback(WebSocket.of(channel, topics), *convert(*rest))
+            return await callback(topics.face.of(channel, topics), *convert(*rest))
 
         return call_async
 
     def call(channel: Channel, *rest: Any) -> Any:
-        return callback(WebSocket.of(channel, topics), *convert(*rest))
+        return callback(topics.face.of(channel, topics), *convert(*rest))
 
     return call
 

@@ -1,4 +1,5 @@
-"""socketify.py's middleware: `middleware(*functions)` and `MiddlewareRouter(app, *functions)`.
+"""socketify.py's middleware: `middleware(*functions)`, `MiddlewareRouter(app, *functions)`
+and the decorator router `app.router(prefix, *functions)`.
 
 socketify.py composes a route handler from functions `f(res, req, data)`: each gets what the
 one before returned, a falsy return stops the chain (the function that stopped it has
@@ -18,11 +19,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from socketify.core.coroutines import is_async
+from socketify.core.routing import Router
 
 if TYPE_CHECKING:
     from socketify.socketify_py.app import App
 
-__all__ = ["MiddlewareRouter", "middleware"]
+__all__ = ["DecoratorRouter", "MiddlewareRouter", "RouteTable", "middleware"]
 
 Step = Callable[..., Any]
 
@@ -106,3 +108,80 @@ class MiddlewareRouter:
     def any(self, path: str, handler: Step) -> MiddlewareRouter:
         """Every method on `path`."""
         return self.route_with("ANY", path, handler)
+
+
+class DecoratorRouter:
+    """`@router.get(path)` registers under `prefix`, after the middleware `functions`."""
+
+    def __init__(self, app: App, prefix: str = "", *functions: Step) -> None:
+        self.app = app
+        self.prefix = prefix.rstrip("/")
+        self.functions = functions
+
+    def route(self, method: str, path: str) -> Callable[[Step], Step]:
+        """A decorator registering its function for `method` on `prefix + path`."""
+
+        def register(handler: Step) -> Step:
+            served = middleware(*self.functions, handler) if self.functions else handler
+            self.app.route_with(method, self.prefix + path, served)
+            return handler
+
+        return register
+
+    def get(self, path: str) -> Callable[[Step], Step]:
+        """GET (and HEAD) on `path`."""
+        return self.route("GET", path)
+
+    def post(self, path: str) -> Callable[[Step], Step]:
+        """POST on `path`."""
+        return self.route("POST", path)
+
+    def put(self, path: str) -> Callable[[Step], Step]:
+        """PUT on `path`."""
+        return self.route("PUT", path)
+
+    def patch(self, path: str) -> Callable[[Step], Step]:
+        """PATCH on `path`."""
+        return self.route("PATCH", path)
+
+    def delete(self, path: str) -> Callable[[Step], Step]:
+        """DELETE on `path`."""
+        return self.route("DELETE", path)
+
+    def options(self, path: str) -> Callable[[Step], Step]:
+        """OPTIONS on `path`."""
+        return self.route("OPTIONS", path)
+
+    def head(self, path: str) -> Callable[[Step], Step]:
+        """HEAD on `path`."""
+        return self.route("HEAD", path)
+
+    def connect(self, path: str) -> Callable[[Step], Step]:
+        """CONNECT on `path`."""
+        return self.route("CONNECT", path)
+
+    def trace(self, path: str) -> Callable[[Step], Step]:
+        """TRACE on `path`."""
+        return self.route("TRACE", path)
+
+    def any(self, path: str) -> Callable[[Step], Step]:
+        """Every method on `path`."""
+        return self.route("ANY", path)
+
+
+class RouteTable(Router):
+    """The App's route table, callable as socketify.py's `app.router(prefix, *functions)`.
+
+    Socketify's `Application.router` is the route table, a name socketify.py uses for its
+    decorator router: calling this table gives that router, so both keep their meaning.
+    """
+
+    __slots__ = ("app",)
+
+    def __init__(self, app: App) -> None:
+        super().__init__()
+        self.app = app
+
+    def __call__(self, prefix: str = "", *functions: Step) -> DecoratorRouter:
+        """A `DecoratorRouter` for `prefix`, after the middleware `functions`."""
+        return DecoratorRouter(self.app, prefix, *functions)

@@ -76,8 +76,9 @@ class RouteHandler:
 
     def serve(self, req: Request, res: Response) -> bool:
         """Answer with the handler; True when it declined the request (`set_yield`)."""
-        face = AppResponse(res, req, self.app)
-        request = AppRequest(req)
+        faces = self.app.faces
+        face = faces.response(res, req, self.app)
+        request = faces.request(req)
         if self.is_async:
             runner().run(self.serve_async(face, request))
         else:

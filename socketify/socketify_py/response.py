@@ -202,6 +202,21 @@ class AppResponse:
             self.response.set_header("Content-Type", kind)
         return self.end(data, end_connection)
 
+    def cork_send(
+        self,
+        message: Any = b"",
+        content_type: str | bytes = b"text/plain",
+        status: int | str | bytes = b"200 OK",
+        headers: Iterable[tuple[str | bytes, str | bytes]] | dict[Any, Any] | None = None,
+        end_connection: bool = False,
+    ) -> AppResponse:
+        """`send()`: every answer is written in one piece already."""
+        return self.send(message, content_type, status, headers, end_connection)
+
+    def grab_aborted_handler(self) -> AppResponse:
+        """Nothing to grab: a piece-by-piece answer always watches for the client leaving."""
+        return self
+
     def end_without_body(self, end_connection: bool = False) -> AppResponse:
         """End the answer with no body."""
         return self.end(None, end_connection)

@@ -17,7 +17,7 @@ import ipaddress
 import json
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
@@ -104,12 +104,13 @@ def _payload(message: Any, serializer: JsonSerializer = json) -> bytes:
 
 @dataclass(frozen=True)
 class Topics:
-    """What the connections of one ws route share: the App's Hub, the JSON serializer and
-    the `subscription` behavior."""
+    """What the connections of one ws route share: the App's Hub, the JSON serializer, the
+    `subscription` behavior and the class of the faces (with the App's extensions)."""
 
     hub: Hub
     serializer: JsonSerializer = json
     subscription: Callable[..., Any] | None = None
+    face: type[WebSocket] = field(default_factory=lambda: WebSocket)
 
 
 class WebSocket:
@@ -217,6 +218,18 @@ class WebSocket:
             return ipaddress.ip_address(self.remote_address or "").packed
         except ValueError:
             return None
+
+    def get_user_data_uuid(self) -> str:
+        """An id of this connection (socketify.py's key of its user data)."""
+        return str(self.channel.id)
+
+    def clone(self) -> WebSocket:
+        """This face: it lives as long as the connection (check `ws.channel.alive`)."""
+        return self
+
+    def cork_end(self, code: int = 1000, message: Any = None) -> WebSocket:
+        """`end()`: frames written in one loop turn go out in one write anyway."""
+        return self.end(code, message)
 
     def get_user_data(self) -> Any:
         """What the `upgrade` behavior gave `res.upgrade(..., user_data)` (None without one)."""

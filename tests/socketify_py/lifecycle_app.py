@@ -5,9 +5,11 @@ examples do.
 `python tests/socketify_py/lifecycle_app.py` listens on PORT, or on the Unix socket SOCKET;
 with CERT, KEY and PASSPHRASE set it serves HTTPS. `socketify run` serves it too. GET
 /shutdown answers and then stops the whole server (`app.close()`); the script prints
-"closed" once `app.run()` returns.
+"starting" before it serves (`on_start`), "stopped" after (`on_shutdown`) and "closed" once
+`app.run()` returns.
 """
 
+import asyncio
 import os
 
 from socketify import App, AppListenOptions, AppOptions
@@ -20,6 +22,17 @@ if os.environ.get("CERT"):
         passphrase=os.environ.get("PASSPHRASE"),
     )
 app = App(tls, workers=2)
+
+
+@app.on_start
+async def starting():
+    await asyncio.sleep(0)
+    print("starting", flush=True)
+
+
+@app.on_shutdown
+def stopped():
+    print("stopped", flush=True)
 
 
 def shutdown(res, req):

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.timeout(90)
 
 SCRIPT = str(REPO / "tests" / "socketify_py" / "lifecycle_app.py")
 APP = "tests.socketify_py.lifecycle_app:app"
+LIFESPAN = ("starting", "stopped", "closed")
 STOP_WITHIN = 30.0  # generous: the graceful stop itself takes well under a second
 
 
@@ -51,7 +52,8 @@ def test_app_close_from_a_handler_stops_the_script_after_the_answer(launcher: La
     server.wait_serving()
     assert f"Listening on port {port}" in server.output()
     assert_stops_after_answering(server)
-    assert server.output().rstrip().endswith("closed")
+    printed = [line for line in server.output().splitlines() if line in LIFESPAN]
+    assert printed == ["starting", "stopped", "closed"]
 
 
 def test_app_close_from_a_handler_stops_socketify_run(launcher: Launcher) -> None:
