@@ -109,13 +109,15 @@ class RouteHandler:
         return [c for c in found if c[0].method != ANY] + [c for c in found if c[0].method == ANY]
 
     def fall_through(self, req: Request, res: Response) -> None:
-        """Run the next route matching the request after this one (it declined it)."""
+        """Run the next route matching the request after this one (it declined it); 404 when
+        none is left, as for a request no route matched."""
         passed = False
         for candidate in self.in_uws_order(req):
             if passed:
                 self.run(candidate, req, res)
                 return
             passed = candidate[0] is self.route
+        res.status(404).send("Not Found\n", "text/plain; charset=utf-8")
 
     @staticmethod
     def run(candidate: tuple[Route, dict[str, str]], req: Request, res: Response) -> None:

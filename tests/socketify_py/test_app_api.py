@@ -244,6 +244,11 @@ def test_a_route_for_the_method_comes_before_any_and_a_declined_request_falls_th
     assert (answer.status, answer.text) == (404, "fallback")
 
 
+def test_a_request_every_route_declined_answers_404() -> None:
+    answer = serve_one(lambda res, req: req.set_yield(True), "/*").get("/anything")
+    assert (answer.status, answer.text) == (404, "Not Found\n")
+
+
 def test_the_decorator_router_prefixes_paths_and_runs_its_middleware() -> None:
     app = App()
     api = app.router("/api", lambda res, req, data: {"via": "api"})
