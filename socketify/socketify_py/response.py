@@ -89,10 +89,10 @@ class AppResponse:
     """socketify.py's response: chaining writers over a Socketify `Response` (`.response`)."""
 
     __slots__ = (
-        "aborted",
         "aborted_handler",
         "app",
         "body_feed",
+        "client_left",
         "data_handler",
         "request",
         "response",
@@ -108,7 +108,7 @@ class AppResponse:
         self.request = request
         self.app = app
         self.serializer: JsonSerializer = app.serializer if app is not None else json
-        self.aborted = False
+        self.client_left = False
         self.aborted_handler: Callable[[AppResponse], Any] | None = None
         self.data_handler: Callable[[AppResponse, bytes, bool], Any] | None = None
         self.body_feed: asyncio.Future[Any] | None = None  # on_data's pieces, in an async handler
@@ -116,6 +116,17 @@ class AppResponse:
         self.status_written = False
         self.stream: ChunkStream | None = None  # a body written in pieces (try_end, send_chunk)
         self.stream_opened: asyncio.Future[None] | None = None
+
+    @property
+    def aborted(self) -> bool:
+        """True once the client left before a piece-by-piece answer was written (or once the
+        app said so, as socketify.py's helpers do with `res.aborted = True`)."""
+        stream = self.stream
+        return self.client_left or (stream is not None and stream.aborted)
+
+    @aborted.setter
+    def aborted(self, value: bool) -> None:
+        self.client_left = bool(value)
 
     # -- status, headers, cookies --------------------------------------------------------
 
@@ -409,6 +420,12 @@ class AppResponse:
         if stream is None or self.response.ended:
             return
         self.response.stream(stream.chunks(self.writable, self.abort), length=stream.total)
+        self.response.call_on_close(self.stream_closed)
+
+    def stream_closed(self) -> None:
+        """The connection is done with the answer: if it was cut short, the client left."""
+        if self.stream is not None and self.stream.stop():
+            self.abort()
 
     def writable(self, offset: int) -> bool:
         """Call the on_writable handler, if any; True if there was one."""
@@ -420,7 +437,7 @@ class AppResponse:
 
     def abort(self) -> None:
         """The client left before the whole answer was written."""
-        self.aborted = True
+        self.client_left = True
         handler = self.aborted_handler
         if handler is not None:
             handler(self)

@@ -18,7 +18,8 @@ Bounds: `offer` refuses a piece while more than `limit` bytes wait (`try_end` th
 `(False, False)` and the `on_writable` handler is owed a call, as in uWebSockets);
 `send_chunk` waits for each piece to be written. A client that leaves stops the iterator:
 the stream is then aborted (`res.aborted`, the `on_aborted` handler, waiting `send_chunk`s
-get `(False, True)`).
+get `(False, True)`), when the connection gives the answer up (the Response's close
+callbacks) or when the iterator is closed, whichever comes first.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class ChunkStream:
         self.aborted = False
         self.ready: asyncio.Event | None = None  # set (on the loop) when a piece arrives
         self.sent: list[tuple[int, asyncio.Future[tuple[bool, bool]]]] = []
+        self.loop: asyncio.AbstractEventLoop | None = None  # where the `send`s wait
 
     @property
     def done(self) -> bool:
@@ -77,12 +79,15 @@ class ChunkStream:
     async def send(self, data: bytes) -> tuple[bool, bool]:
         """Add `data` and wait until it is written: `(ok, done)`, `(False, True)` if aborted."""
         if self.aborted or self.done:
+            # A caller that loops without looking at the result still lets the loop run.
+            await asyncio.sleep(0)
             return False, True
         data = data[: self.total - self.offset]
         self.pending.append(data)
         self.pending_bytes += len(data)
         self.offset += len(data)
-        written = asyncio.get_running_loop().create_future()
+        self.loop = asyncio.get_running_loop()
+        written = self.loop.create_future()
         self.sent.append((self.offset, written))
         self.wake()
         return await written
@@ -117,10 +122,21 @@ class ChunkStream:
                 if self.sent:
                     runner().run(self.acknowledge())
         finally:
-            if self.written < self.total:
-                self.aborted = True
-                runner().run(self.acknowledge())
+            if self.stop():
                 on_aborted()
+
+    def stop(self) -> bool:
+        """The answer ended before all of it was written (the client left, the connection
+        failed): resume the waiting `send`s with `(False, True)`. True the first time only."""
+        if self.aborted or self.written >= self.total:
+            return False
+        self.aborted = True
+        if self.loop is not None:
+            # Not `runner().run`: this may run wherever the connection lets the answer go
+            # (a close callback, a generator being collected). The thread-safe call writes
+            # to the loop's self-pipe, which wakes it wherever it waits.
+            self.loop.call_soon_threadsafe(self.settle)
+        return True
 
     async def next_piece(self) -> None:
         """Wait on the loop until a piece arrives or the producers are done."""
@@ -131,6 +147,10 @@ class ChunkStream:
             await self.ready.wait()
 
     async def acknowledge(self) -> None:
+        """`settle`, on the loop."""
+        self.settle()
+
+    def settle(self) -> None:
         """Resume the `send`s whose piece is written (all of them, with a failure, if aborted)."""
         keep = []
         for end, future in self.sent:

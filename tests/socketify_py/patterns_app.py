@@ -112,6 +112,17 @@ async def pieces(res, req):
             break
 
 
+async def endless(res, req):
+    # Far more than a client reads: it leaves, and the abort is written down for the test.
+    def aborted(res):
+        with open(os.environ["ABORTS_FILE"], "a") as record:
+            record.write("aborted\n")
+
+    res.on_aborted(aborted)
+    while not res.aborted:
+        await res.send_chunk(bytes(PIECE), 1 << 40)
+
+
 def offered(res, req):
     body = pattern(int(req.get_query("size") or 300_000))
     refused = []
@@ -220,6 +231,7 @@ MiddlewareRouter(app, needs_token).get("/router/private", whoami).post("/router/
 app.get("/page", page)
 app.get("/pieces", pieces)
 app.get("/offered", offered)
+app.get("/endless", endless)
 app.post("/counted", counted)
 app.get("/source", source)
 app.ws("/chat", behavior)

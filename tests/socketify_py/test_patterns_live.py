@@ -17,10 +17,12 @@ from websockets.sync.client import connect
 
 from tests.support.ports import free_port
 from tests.support.serve import REPO, Launcher, ServerProcess, server_environment
+from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.timeout(90)
 
 APP = "tests.socketify_py.patterns_app:app"
+ABORT_NOTICED_WITHIN = 20.0  # generous: the server notices at its next write
 SOURCE = (REPO / "tests" / "socketify_py" / "patterns_app.py").read_bytes()
 
 
@@ -34,15 +36,22 @@ def launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher]:
         yield launcher
 
 
+@pytest.fixture(scope="module")
+def aborts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The file the app's on_aborted handler appends a line to."""
+    return tmp_path_factory.mktemp("aborts") / "aborts.txt"
+
+
 @pytest.fixture(scope="module", params=["socketify run", "python app.py"])
-def live(request: pytest.FixtureRequest, launcher: Launcher) -> ServerProcess:
+def live(request: pytest.FixtureRequest, launcher: Launcher, aborts: Path) -> ServerProcess:
+    env = {**server_environment(), "ABORTS_FILE": str(aborts)}
     if request.param == "socketify run":
-        return launcher(APP, workers=2)
+        return launcher(APP, workers=2, env=env)
     port = free_port()
     server = launcher.spawn(
         [sys.executable, str(REPO / "tests" / "socketify_py" / "patterns_app.py")],
         ("127.0.0.1", port),
-        env={**server_environment(), "PORT": str(port)},
+        env={**env, "PORT": str(port)},
     )
     server.wait_output(rf"Listening on port http://localhost:{port} now")
     return server.wait_serving()
@@ -107,6 +116,21 @@ def test_a_client_that_leaves_a_stream_does_not_hurt_the_server(live: ServerProc
             sock.sendall(b"GET /pieces?size=5000000 HTTP/1.1\r\nHost: x\r\n\r\n")
             assert sock.recv(4096).startswith(b"HTTP/1.1 200")
     assert get(live, "/pieces?size=1000").content == pattern(1000)
+
+
+def test_a_client_that_leaves_sets_aborted_and_calls_on_aborted(
+    live: ServerProcess, aborts: Path
+) -> None:
+    before = aborts.read_text().count("aborted") if aborts.exists() else 0
+    with socket.create_connection(("127.0.0.1", live.port), timeout=10) as sock:
+        sock.sendall(b"GET /endless HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+    wait_for(
+        lambda: aborts.exists() and aborts.read_text().count("aborted") == before + 1,
+        ABORT_NOTICED_WITHIN,
+        message="the on_aborted handler",
+    )
+    assert get(live, "/item/1").text == "item 1"  # the worker serves on
 
 
 def test_on_data_in_an_async_handler_resolves_a_future_of_the_app_loop(
