@@ -14,8 +14,9 @@ nothing else on the machine is in the way and nothing of theirs is reachable fro
 
 The 24 examples the compatibility bar names run by default; `--extras` adds
 hello_world_unix_domain (its Unix socket) and https (its key, made beside it in misc/ as its
-comment says, encrypted with its passphrase). Needs the examples' dependencies: ujson,
-jinja2, mako, aiofiles, streaming-form-data; and openssl for https.
+comment says, encrypted with its passphrase). `--cli` serves each one with `socketify run
+NAME:app --bind ADDRESS` (ours only) instead of `python NAME.py`. Needs the examples'
+dependencies: ujson, jinja2, mako, aiofiles, streaming-form-data; and openssl for https.
 """
 
 from __future__ import annotations
@@ -365,12 +366,19 @@ def wait_listening(process: subprocess.Popen[bytes], address: tuple[str, int] | 
 
 @contextlib.contextmanager
 def started(
-    example: Example, folder: Path, log: Path, python: str
+    example: Example, folder: Path, log: Path, python: str, cli: bool
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """`python NAME.py` in `folder`, output to `log`; stopped (SIGINT, then SIGKILL) after."""
+    """`python NAME.py` (or `socketify run NAME:app` on its address) in `folder`, output to
+    `log`; stopped (SIGINT, then SIGKILL) after."""
+    if cli:
+        where = example.listens
+        bind = f"unix:{where}" if isinstance(where, str) else f"{where[0]}:{where[1]}"
+        argv = [python, "-m", "socketify.cli", "run", f"{example.name}:app", "--bind", bind]
+    else:
+        argv = [python, f"{example.name}.py"]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [python, f"{example.name}.py"],
+            argv,
             cwd=folder,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -388,13 +396,13 @@ def started(
                     process.wait()
 
 
-def run_one(example: Example, folder: Path, logs: Path, python: str) -> str | None:
+def run_one(example: Example, folder: Path, logs: Path, python: str, cli: bool) -> str | None:
     """Start, probe and stop one example: None when it answered as expected, else why not."""
     log = logs / f"{example.name}.log"
     try:
         if example.prepare is not None:
             example.prepare(folder)
-        with started(example, folder, log, python) as process:
+        with started(example, folder, log, python, cli) as process:
             wait_listening(process, example.listens)
             example.probe(folder)
             if example.exits_by_itself:
@@ -432,6 +440,9 @@ def main() -> int:
     parser.add_argument(
         "--extras", action="store_true", help="also hello_world_unix_domain and https"
     )
+    parser.add_argument(
+        "--cli", action="store_true", help="serve each with `socketify run NAME:app` instead"
+    )
     parser.add_argument("--in-namespace", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not args.in_namespace and not inside_namespace(sys.argv[1:]):
@@ -443,7 +454,7 @@ def main() -> int:
         chosen += [e for e in EXTRAS if not args.names or e.name in args.names]
     passed = 0
     for example in chosen:
-        failure = run_one(example, args.examples.resolve(), args.logs, args.python)
+        failure = run_one(example, args.examples.resolve(), args.logs, args.python, args.cli)
         passed += failure is None
         print(f"{'ok  ' if failure is None else 'FAIL'} {example.name:24} {failure or ''}")
     print(f"{passed} of {len(chosen)} examples answer as socketify.py does (logs: {args.logs})")
