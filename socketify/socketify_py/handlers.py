@@ -89,19 +89,24 @@ class RouteHandler:
         return request.yielding
 
     async def serve_async(self, face: AppResponse, request: AppRequest) -> None:
-        """Run the handler until it returns, or until its answer starts streaming."""
+        """Run the handler, and the tasks it gave `res.run_async`, until they are done or
+        until the answer starts streaming."""
         task = asyncio.ensure_future(self.handler(face, request))
         streaming = face.streaming_started()
-        await asyncio.wait((task, streaming), return_when=asyncio.FIRST_COMPLETED)
-        if task.done():
-            streaming.cancel()
+        while True:
+            await asyncio.wait((task, streaming), return_when=asyncio.FIRST_COMPLETED)
+            if not task.done():
+                # The task goes on writing pieces while the connection sends them.
+                task.add_done_callback(lambda done: _after_streaming(done, face))
+                return
             task.result()  # its exception, if it raised, is the request's error
-            if face.data_handler is not None:  # registered but never awaited: feed it now
-                await runner().in_caller(face.deliver_body)
-            face.finish_producing()
-            return
-        # The handler goes on writing pieces while the connection sends them.
-        task.add_done_callback(lambda done: _after_streaming(done, face))
+            if not face.scheduled:
+                break
+            task = face.scheduled.pop(0)
+        streaming.cancel()
+        if face.data_handler is not None:  # registered but never awaited: feed it now
+            await runner().in_caller(face.deliver_body)
+        face.finish_producing()
 
     def in_uws_order(self, req: Request) -> list[tuple[Route, dict[str, str]]]:
         """The routes matching `req`, as uWebSockets tries them: its method's, then `any`'s."""

@@ -32,10 +32,11 @@ class Loop:
         return asyncio.get_running_loop().create_task(coroutine)
 
     def run_async(self, coroutine: Coroutine[Any, Any, Any], response: Any = None) -> Any:
-        """From an `async def` handler, schedule `coroutine` (a task); elsewhere run it to its
-        end and return its result."""
+        """From an `async def` handler, schedule `coroutine` (a task; `response`'s answer
+        waits for it); elsewhere run it to its end and return its result."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return runner().run(coroutine)
-        return loop.create_task(coroutine)
+        task = loop.create_task(coroutine)
+        return response.keep(task) if response is not None else task

@@ -96,6 +96,7 @@ class AppResponse:
         "data_handler",
         "request",
         "response",
+        "scheduled",
         "serializer",
         "status_written",
         "stream",
@@ -115,6 +116,7 @@ class AppResponse:
         self.writable_handler: Callable[[AppResponse, int], Any] | None = None
         self.status_written = False
         self.stream: ChunkStream | None = None  # a body written in pieces (try_end, send_chunk)
+        self.scheduled: list[asyncio.Task[Any]] = []  # run_async tasks the answer waits for
         self.stream_opened: asyncio.Future[None] | None = None
 
     @property
@@ -341,11 +343,20 @@ class AppResponse:
         return self
 
     def run_async(self, coroutine: Any) -> Any:
-        """Run `coroutine` to its end on the worker's event loop; returns its result."""
+        """Run `coroutine` on the worker's event loop, as part of this answer.
+
+        From a plain handler it runs to its end here and its result is returned; from an
+        `async def` one it becomes a task (returned) that the answer waits for, as
+        socketify.py's answer stays open until the task ends it.
+        """
         if _inside_task():
-            coroutine.close()
-            raise RuntimeError("inside an `async def` handler, `await` the coroutine instead")
+            return self.keep(asyncio.get_running_loop().create_task(coroutine))
         return runner().run(coroutine)
+
+    def keep(self, task: asyncio.Task[Any]) -> asyncio.Task[Any]:
+        """Make the answer wait for `task` (scheduled from an `async def` handler)."""
+        self.scheduled.append(task)
+        return task
 
     def close(self) -> AppResponse:
         """End the answer (if not ended) and close the connection after it."""

@@ -364,3 +364,15 @@ def test_cork_send_and_the_websocket_extras() -> None:
         with pytest.raises(WebSocketClosed) as closed:
             ws.receive()
         assert (closed.value.code, closed.value.reason) == (4000, "bye")
+
+
+def test_run_async_in_an_async_handler_schedules_a_task_the_answer_waits_for() -> None:
+    async def later(res: Any) -> None:
+        await asyncio.sleep(0.01)
+        res.end("written by the task")
+
+    async def handler(res: Any, req: Any) -> None:
+        task = res.run_async(later(res))
+        assert isinstance(task, asyncio.Task)
+
+    assert serve_one(handler).get("/").text == "written by the task"
