@@ -90,6 +90,10 @@ def ws_options(behavior: dict[str, Any], topics: Topics) -> dict[str, Any]:
     close = behavior.get("close")
     if close is not None:
         options["close"] = _with_face(close, topics, _as_close)
+    if topics.subscription is not None:
+        # uWebSockets reports the topics a closing connection leaves; the Hub removes it
+        # from them after the close callbacks.
+        options["close"] = _telling_subscriptions(options.get("close"), topics)
     for role in ("ping", "pong"):
         if behavior.get(role) is not None:
             options["open"] = _with_ping_pong(
@@ -213,6 +217,17 @@ async def _drain_when_written(channel: Channel, drain: Callable[..., Any]) -> No
         result = drain(channel)
         if inspect.isawaitable(result):
             await result
+
+
+def _telling_subscriptions(close: Callable[..., Any] | None, topics: Topics) -> Callable[..., Any]:
+    """A `close` that calls the `subscription` behavior for each topic left, then `close`."""
+    then = blocking(close, "the ws close callback") if close is not None else None
+
+    def closed(channel: Channel, code: int, reason: str) -> Any:
+        topics.face.of(channel, topics).tell_closing()
+        return then(channel, code, reason) if then is not None else None
+
+    return closed
 
 
 def _as_opcode(data: str | bytes, is_binary: bool) -> tuple[Any, ...]:

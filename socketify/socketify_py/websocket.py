@@ -260,6 +260,14 @@ class WebSocket:
             now = self.hub.local_size(topic)
             callback(self, topic, now, now - change)
 
+    def tell_closing(self) -> None:
+        """Call the `subscription` behavior for each topic the closing connection leaves."""
+        callback = self.topics.subscription
+        if callback is not None:
+            for topic in self.get_topics():
+                before = self.hub.local_size(topic)
+                callback(self, topic, before - 1, before)
+
     def is_subscribed(self, topic: str | bytes) -> bool:
         """True when this connection is subscribed to `topic`."""
         return _topic(topic) in self.hub.rooms(self.channel)

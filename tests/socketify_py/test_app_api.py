@@ -15,6 +15,7 @@ from socketify import App, AppListenOptions, AppOptions, CompressOptions, OpCode
 from socketify.testing import TestClient
 from socketify.testing.realtime import WebSocketClosed
 from tests.support.pki import make_pki
+from tests.support.wait import wait_for
 
 
 def serve_one(handler: Any, path: str = "/", method: str = "get") -> TestClient:
@@ -376,3 +377,23 @@ def test_run_async_in_an_async_handler_schedules_a_task_the_answer_waits_for() -
         assert isinstance(task, asyncio.Task)
 
     assert serve_one(handler).get("/").text == "written by the task"
+
+
+def test_the_subscription_behavior_hears_subscribe_unsubscribe_and_close() -> None:
+    app = App()
+    heard: list[tuple[str, int, int]] = []
+
+    def on_message(ws: Any, message: Any, opcode: OpCode) -> None:
+        (ws.subscribe if message.startswith("+") else ws.unsubscribe)(message[1:])
+        ws.send("done", OpCode.TEXT)
+
+    def subscription(ws: Any, topic: str, now: int, before: int) -> None:
+        heard.append((topic, now, before))
+
+    app.ws("/ws", {"message": on_message, "subscription": subscription})
+    with TestClient(app).websocket("/ws") as ws:
+        for command in ("+a", "+b", "-a"):
+            ws.send_text(command)
+            assert ws.receive_text() == "done"
+    wait_for(lambda: len(heard) == 4, 10.0, message="the close to be heard")
+    assert heard == [("a", 1, 0), ("b", 1, 0), ("a", 0, 1), ("b", 0, 1)]
