@@ -9,7 +9,8 @@ compression, HEAD and keep-alive behave as for any Socketify handler.
 
 What differs, by design:
 - `write()` buffers; the body goes out with `end()` (one answer per handler, as Socketify's
-  handlers give). A handler that returns without `end()` answers an empty 200.
+  handlers give). A handler that returns (its `run_async` tasks done) without `end()`
+  answers an empty 200.
 - `get_data`, `get_json`, `get_text` and `get_form_urlencoded` are awaitables, as in
   socketify.py: `await res.get_json()` in an `async def` handler. The body is read in the
   request's own greenlet, not on the event loop. A plain `def` handler reads the body through
