@@ -68,6 +68,7 @@ class Request:
         "method",
         "proxy_header",
         "remote_addr",
+        "route",
         "server_name",
         "started_ns",
         "trust_proxy",
@@ -112,6 +113,9 @@ class Request:
         self._path: str | None = None
         self._remote_ip: str | None = None
         self.started_ns = perf_counter_ns()  # when the request began: access logs time it
+        # The pattern of the route that answered ("/users/:id"), set by routing; None when no
+        # route matched. Metrics and traces name requests by it (bounded, unlike paths).
+        self.route: str | None = None
 
     # -- request line ---------------------------------------------------------------------
 

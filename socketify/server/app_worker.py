@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from socketify.core.application import Application
     from socketify.core.tls_options import TlsOptions
+    from socketify.metrics.worker import WorkerMetrics
     from socketify.server.proxy_intake import ProxyIntake
     from socketify.server.schemes import BindPlan
     from socketify.server.service import HttpService
@@ -127,6 +128,8 @@ _PROBED = (
     "max_requests_jitter",
     "backlog",
     "http2",
+    "metrics_bind",
+    "metrics_buckets",
 )
 
 
@@ -246,7 +249,7 @@ class ServeApp:
     `http2=False` turns HTTP/2 off (`--no-http2`); `wsgi` says how a WSGI app is served;
     `proxy_protocol=True` makes every bind expect a PROXY protocol header
     (`--proxy-protocol`), from the networks in `proxy_allow` (`--proxy-allow`, else the app's
-    own `proxy_allow`).
+    own `proxy_allow`); `metrics` makes each worker record into the master's tally.
     """
 
     def __init__(
@@ -260,8 +263,10 @@ class ServeApp:
         proxy_protocol: bool = False,
         proxy_allow: tuple[str, ...] | None = None,
         wsgi: WsgiOptions | None = None,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self.app = app
+        self.metrics = metrics
         self.wsgi = wsgi
         self.tls = tls
         self.plan = plan
@@ -293,6 +298,8 @@ class ServeApp:
         app = load_app(self.app, self.wsgi) if isinstance(self.app, str) else self.app
         if self.access_log_format and not isinstance(app, Service):
             add_access_log(app.http if isinstance(app, Bundle) else app, self.access_log_format)
+        if self.metrics is not None:
+            self.metrics.start(app, ctx.record)
         tls = self.tls or app.settings.tls
         services = services_for_target(
             app,
