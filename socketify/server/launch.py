@@ -37,7 +37,16 @@ class MasterRunner:
         )
         if opts.tls is not None:
             opts.tls.build_context()  # a bad certificate fails here, not in every worker
-        self.master = Master(config, ServeApp(app))
+        target = ServeApp(app)
+        endpoint = None
+        if opts.metrics_bind is not None:
+            from socketify.metrics.endpoint import MetricsEndpoint
+            from socketify.metrics.worker import WorkerMetrics
+
+            target.metrics = WorkerMetrics.create(config.record_capacity, opts.metrics_buckets)
+            endpoint = MetricsEndpoint(opts.metrics_bind, target.metrics.table)
+        self.metrics_address = endpoint.address if endpoint is not None else None
+        self.master = Master(config, target, observer=endpoint)
         self.master.start()
 
     @property
@@ -117,6 +126,8 @@ class InProcessRunner:
 def launch(app: Application, binds: list[str]) -> MasterRunner | InProcessRunner:
     """Serve `app` on `binds`; returns once it accepts connections."""
     if app.settings.workers == 0:
+        if app.settings.metrics_bind is not None:
+            raise ValueError("metrics_bind needs the pre-fork master (workers >= 1)")
         return InProcessRunner(app, binds)
     return MasterRunner(app, binds)
 
