@@ -21,6 +21,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from socketify.metrics.builtin import BACKEND_UP
 from socketify.metrics.exposition import CONTENT_TYPE, Exposition
 from socketify.metrics.families import series_key
 from socketify.metrics.health import Verdict, liveness, readiness
@@ -28,11 +29,10 @@ from workers.shared.tally import TallyTable
 from workers.supervise.sockets import BindError, TcpAddress, open_tcp, parse_bind
 from workers.supervise.status import ExitReason, MasterStatus, WorkerStatus
 
-__all__ = ["BACKEND_UP", "MetricsEndpoint"]
+__all__ = ["MetricsEndpoint"]
 
 MAX_CONNECTIONS = 32
 IDLE_TIMEOUT = 10.0
-BACKEND_UP = "socketify_state_backend_up"
 
 
 class MetricsEndpoint:
@@ -93,7 +93,7 @@ class MetricsEndpoint:
         return 404, "text/plain; charset=utf-8", b"Not Found: try /metrics, /healthz, /readyz\n"
 
     def _backend_up(self) -> bool | None:
-        found = self.table.collect().entries.get(series_key(BACKEND_UP, ()))
+        found = self.table.collect().entries.get(series_key(BACKEND_UP.name, ()))
         return None if found is None else bool(found[1][0])
 
 

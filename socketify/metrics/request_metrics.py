@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
-from socketify.metrics.families import DEFAULT_BUCKETS, Family
+from socketify.metrics.builtin import CONNECTIONS, IN_FLIGHT, REQUESTS, duration_family
+from socketify.metrics.families import DEFAULT_BUCKETS
 from socketify.metrics.recorder import Recorder
 
 if TYPE_CHECKING:
@@ -22,33 +23,12 @@ if TYPE_CHECKING:
     from socketify.core.request import Request
     from socketify.core.response import Response
 
-__all__ = ["IN_FLIGHT", "REQUESTS", "UNMATCHED", "RequestMetrics", "duration_family"]
+__all__ = ["METHODS", "UNMATCHED", "RequestMetrics"]
 
 UNMATCHED = "<unmatched>"
 METHODS = frozenset(
     ("GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH")
 )
-
-REQUESTS = Family(
-    "socketify_http_requests_total",
-    "counter",
-    "HTTP requests answered, by method, route pattern and status",
-    ("method", "route", "status"),
-)
-IN_FLIGHT = Family(
-    "socketify_http_requests_in_flight", "gauge", "HTTP requests being answered right now"
-)
-
-
-def duration_family(buckets: Iterable[float] = DEFAULT_BUCKETS) -> Family:
-    """The request duration histogram with these bucket bounds (seconds)."""
-    return Family(
-        "socketify_http_request_duration_seconds",
-        "histogram",
-        "Time from the request head to the end of the application's answer",
-        ("method", "route"),
-        tuple(buckets),
-    )
 
 
 class RequestMetrics:
@@ -93,3 +73,17 @@ class RequestMetrics:
         bounds = self._bounds
         cells[first + bisect_left(bounds, seconds)] += 1  # bounds are "<="
         cells[first + len(bounds) + 1] += seconds
+        if res.upgrade is not None:
+            self._upgraded(res, "websocket" if status == 101 else "sse")
+
+    def _upgraded(self, res: Response, protocol: str) -> None:
+        # The connection is handed over once this returns; the response's close callbacks
+        # run when the upgraded session ends.
+        at = self._recorder.cell(CONNECTIONS, (protocol,))
+        cells = self._cells
+        cells[at] += 1
+
+        def closed() -> None:
+            cells[at] -= 1
+
+        res.call_on_close(closed)

@@ -6,9 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from socketify.metrics.builtin import duration_family
 from socketify.metrics.families import DEFAULT_BUCKETS, Family
 from socketify.metrics.recorder import Recorder, install
-from socketify.metrics.request_metrics import RequestMetrics, duration_family
+from socketify.metrics.request_metrics import RequestMetrics
 from workers.shared.tally import TallyTable
 
 __all__ = ["WorkerMetrics", "parse_buckets"]

@@ -298,8 +298,7 @@ class ServeApp:
         app = load_app(self.app, self.wsgi) if isinstance(self.app, str) else self.app
         if self.access_log_format and not isinstance(app, Service):
             add_access_log(app.http if isinstance(app, Bundle) else app, self.access_log_format)
-        if self.metrics is not None:
-            self.metrics.start(app, ctx.record)
+        recorder = self.metrics.start(app, ctx.record) if self.metrics is not None else None
         tls = self.tls or app.settings.tls
         services = services_for_target(
             app,
@@ -313,6 +312,10 @@ class ServeApp:
         for service in services:
             service.start()
             ctx.on_stop(service.stop_accepting)
+        if recorder is not None:
+            from socketify.server.metrics_sampler import sample_forever
+
+            gevent.spawn(sample_forever, services, recorder)
         ctx.ready()
         ctx.wait_stop()
         # Side by side, so an HTTP and an HTTPS service share one graceful_timeout.
