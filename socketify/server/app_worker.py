@@ -299,6 +299,9 @@ class ServeApp:
         if self.access_log_format and not isinstance(app, Service):
             add_access_log(app.http if isinstance(app, Bundle) else app, self.access_log_format)
         recorder = self.metrics.start(app, ctx.record) if self.metrics is not None else None
+        from socketify.tracing.setup import start as start_tracing
+
+        tracer_provider = None if isinstance(app, Service) else start_tracing(app)
         tls = self.tls or app.settings.tls
         services = services_for_target(
             app,
@@ -325,3 +328,5 @@ class ServeApp:
                 for service in services
             ]
         )
+        if tracer_provider is not None:
+            tracer_provider.shutdown()  # exports the spans still batched
