@@ -10,7 +10,14 @@ from collections.abc import Iterable
 
 from socketify.metrics.families import DEFAULT_BUCKETS, Family
 
-__all__ = ["BACKEND_UP", "CONNECTIONS", "IN_FLIGHT", "REQUESTS", "duration_family"]
+__all__ = [
+    "BACKEND_UP",
+    "CONNECTIONS",
+    "IN_FLIGHT",
+    "REQUESTS",
+    "WEBSOCKET_MESSAGES",
+    "duration_family",
+]
 
 REQUESTS = Family(
     "socketify_http_requests_total",
@@ -46,4 +53,11 @@ BACKEND_UP = Family(
     "socketify_state_backend_up",
     "gauge_min",
     "1 when every worker reaches its state backend (the Redis breaker is closed)",
+)
+
+WEBSOCKET_MESSAGES = Family(
+    "socketify_websocket_messages_total",
+    "counter",
+    "Pulse WebSocket messages (text and binary), by direction: in (received) or out (sent)",
+    ("direction",),
 )

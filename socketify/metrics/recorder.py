@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import logging
 from bisect import bisect_left
+from collections.abc import Callable
 
 from socketify.metrics.families import Family, series_key
 from workers.shared.tally import Kind, TallyFull, TallyTable, TallyWriter
 
-__all__ = ["MAX_BUCKETS", "Recorder", "current", "install"]
+__all__ = ["MAX_BUCKETS", "Recorder", "counter", "current", "install"]
 
 log = logging.getLogger("socketify.metrics")
 
@@ -77,12 +78,13 @@ class Recorder:
 
 
 class _Installed:
-    """The process's recorder, set at worker boot or made on first use."""
+    """The worker's recorder (set at boot), and the private one made on first use elsewhere."""
 
-    __slots__ = ("recorder",)
+    __slots__ = ("local", "worker")
 
     def __init__(self) -> None:
-        self.recorder: Recorder | None = None
+        self.worker: Recorder | None = None
+        self.local: Recorder | None = None
 
 
 _installed = _Installed()
@@ -90,12 +92,30 @@ _installed = _Installed()
 
 def install(recorder: Recorder | None) -> None:
     """Make `recorder` this process's (a worker does this at boot); None forgets it."""
-    _installed.recorder = recorder
+    _installed.worker = recorder
 
 
 def current() -> Recorder:
     """This process's recorder: its worker region's, or a private one outside a master."""
-    recorder = _installed.recorder
+    recorder = _installed.worker or _installed.local
     if recorder is None:
-        recorder = _installed.recorder = Recorder(TallyTable(capacity=1).writer(0))
+        recorder = _installed.local = Recorder(TallyTable(capacity=1).writer(0))
     return recorder
+
+
+def counter(family: Family, values: tuple[str, ...] = ()) -> Callable[[], None] | None:
+    """A function that adds 1 to one series, or None when this process exports no metrics.
+
+    For counting hooks in hot paths: the caller keeps the function and tests it for None, so
+    with metrics off a count costs one comparison.
+    """
+    recorder = _installed.worker
+    if recorder is None:
+        return None
+    cells = recorder.cells
+    at = recorder.cell(family, values)
+
+    def count() -> None:
+        cells[at] += 1
+
+    return count

@@ -8,7 +8,7 @@ import requests
 from tests.support.ports import free_port
 from tests.support.prometheus import sample, scrape
 from tests.support.raw_client import connect, get, request_bytes
-from tests.support.raw_websocket import RawWebSocket
+from tests.support.raw_websocket import TEXT, RawWebSocket, client_frame
 from tests.support.serve import Launcher
 from tests.support.wait import wait_for
 
@@ -45,7 +45,9 @@ def test_shop_metrics_are_summed_over_workers_and_routes_stay_patterns(serve: La
     assert get(metrics, "/readyz").status == 200
 
 
-def test_open_websocket_and_event_streams_are_counted_by_protocol(serve: Launcher) -> None:
+def test_open_websocket_and_event_streams_are_counted_with_their_messages(
+    serve: Launcher,
+) -> None:
     metrics = ("127.0.0.1", free_port())
     server = serve(
         "examples.observability:server",
@@ -56,10 +58,16 @@ def test_open_websocket_and_event_streams_are_counted_by_protocol(serve: Launche
     def connections(protocol: str) -> float | None:
         return sample(scrape(metrics), "socketify_connections", protocol=protocol)
 
-    with RawWebSocket(server.port, "/echo"), connect(server.tcp) as events:
+    with RawWebSocket(server.port, "/echo") as ws, connect(server.tcp) as events:
+        for number in range(7):
+            ws.send(client_frame(TEXT, f"hello {number}".encode()))
+            assert ws.recv_message() == (TEXT, f"hello {number}".encode())
         events.sendall(request_bytes("GET", "/ticks"))
         assert events.recv(4096).startswith(b"HTTP/1.1 200 ")
         wait_for(lambda: connections("websocket") == 1, timeout=10, message="1 websocket")
         wait_for(lambda: connections("sse") == 1, timeout=10, message="1 event stream")
     wait_for(lambda: connections("websocket") == 0, timeout=10, message="the websocket gone")
     wait_for(lambda: connections("sse") == 0, timeout=10, message="the event stream gone")
+    samples = scrape(metrics)
+    assert sample(samples, "socketify_websocket_messages_total", direction="in") == 7
+    assert sample(samples, "socketify_websocket_messages_total", direction="out") == 7
