@@ -13,6 +13,8 @@ from socketify.metrics.families import DEFAULT_BUCKETS, Family
 __all__ = [
     "BACKEND_UP",
     "CONNECTIONS",
+    "DB_POOL_IN_USE",
+    "DB_POOL_WAITS",
     "IN_FLIGHT",
     "REQUESTS",
     "WEBSOCKET_MESSAGES",
@@ -60,4 +62,15 @@ WEBSOCKET_MESSAGES = Family(
     "counter",
     "Pulse WebSocket messages (text and binary), by direction: in (received) or out (sent)",
     ("direction",),
+)
+
+DB_POOL_IN_USE = Family(
+    "socketify_db_pool_in_use",
+    "gauge",
+    "Database connections checked out of the workers' pools",
+)
+DB_POOL_WAITS = Family(
+    "socketify_db_pool_waits_total",
+    "counter",
+    "Times a request found every pooled database connection busy and had to wait",
 )

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from socketify.metrics.families import Family, series_key
 from workers.shared.tally import Kind, TallyFull, TallyTable, TallyWriter
 
-__all__ = ["MAX_BUCKETS", "Recorder", "counter", "current", "install"]
+__all__ = ["MAX_BUCKETS", "Recorder", "count_one", "counter", "current", "install"]
 
 log = logging.getLogger("socketify.metrics")
 
@@ -101,6 +101,13 @@ def current() -> Recorder:
     if recorder is None:
         recorder = _installed.local = Recorder(TallyTable(capacity=1).writer(0))
     return recorder
+
+
+def count_one(family: Family, values: tuple[str, ...] = ()) -> None:
+    """Add 1 to a series when this process exports metrics (for paths that are already slow)."""
+    recorder = _installed.worker
+    if recorder is not None:
+        recorder.add(family, 1, values)
 
 
 def counter(family: Family, values: tuple[str, ...] = ()) -> Callable[[], None] | None:

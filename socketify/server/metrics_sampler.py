@@ -1,19 +1,21 @@
 """Gauges only the serving layer can see, sampled once a second into the worker's metrics.
 
 Open connections by protocol (`http1`, `h2`, `tcp`; upgraded WebSocket and SSE connections
-are counted by `socketify.metrics.request_metrics` when they switch) and whether the state
-backends this worker uses (the Redis breakers) are up. Sampling keeps the cost off the
+are counted by `socketify.metrics.request_metrics` when they switch), whether the state
+backends this worker uses (the Redis breakers) are up, and the database connections its pools
+have checked out. Sampling keeps the cost off the
 per-connection path: a gauge may lag by up to `INTERVAL`.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import gevent
 
-from socketify.metrics.builtin import BACKEND_UP, CONNECTIONS
+from socketify.metrics.builtin import BACKEND_UP, CONNECTIONS, DB_POOL_IN_USE
 from socketify.metrics.recorder import Recorder
 from socketify.server.connection import UPGRADED
 from socketify.server.service import HttpService
@@ -43,6 +45,10 @@ def sample(services: Sequence[Any], recorder: Recorder) -> None:
     backends = breakers()
     if backends:
         recorder.set(BACKEND_UP, float(all(b.available for b in backends)))
+    # Looked up, not imported: an app without a database never loads socketify.db.
+    pool = sys.modules.get("socketify.db.pool")
+    if pool is not None:
+        recorder.set(DB_POOL_IN_USE, sum(p.stats().in_use for p in pool.pools()))
 
 
 def sample_forever(services: Sequence[Any], recorder: Recorder) -> None:
