@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.ports import free_port
 from tests.support.prometheus import Samples, sample, scrape
-from tests.support.raw_client import get
+from tests.support.raw_client import connect, get, request_bytes
 from tests.support.serve import Launcher, ServerProcess
 from tests.support.wait import wait_for
 
@@ -127,3 +127,80 @@ def test_the_metrics_port_answers_404_elsewhere_and_never_serves_the_app(
     server, metrics = metrics_server(serve, workers=1)
     assert get(metrics, "/ping").status == 404
     assert get(server.tcp, "/metrics").status == 404
+
+
+def test_a_reload_keeps_every_count_and_readiness_refuses_until_it_completes(
+    serve: Launcher,
+) -> None:
+    port = free_port()
+    metrics = ("127.0.0.1", port)
+    server = serve(
+        "tests.support.apps.slow_boot:server",
+        workers=2,
+        env={"SLOW_BOOT_SECONDS": "1.5"},
+        args=("--metrics-bind", f"127.0.0.1:{port}"),
+    )
+    for _ in range(30):
+        assert get(server.tcp, "/ping").status == 200
+    old = set(server.workers())
+    server.signal(signal.SIGHUP)
+    wait_for(
+        lambda: get(metrics, "/readyz").body == b"draining (reloading)\n",
+        timeout=10,
+        message="/readyz to refuse while the new generation boots",
+    )
+    wait_for(
+        lambda: get(metrics, "/readyz").status == 200 and not old & set(server.workers()),
+        timeout=30,
+        message="the reload to complete",
+    )
+    for _ in range(10):
+        assert get(server.tcp, "/ping").status == 200
+    samples = scrape(metrics)
+    total = "socketify_http_requests_total"
+    assert sample(samples, total, method="GET", route="/ping", status="200") == 40
+    assert sample(samples, "socketify_worker_restarts_total", reason="reload") == 2
+    assert sample(samples, "socketify_worker_restarts_total", reason="crash") == 0
+
+
+def test_a_recycled_worker_is_a_restart_for_max_requests(serve: Launcher) -> None:
+    port = free_port()
+    server = serve(
+        APP, workers=1, args=("--metrics-bind", f"127.0.0.1:{port}", "--max-requests", "20")
+    )
+    for _ in range(25):
+        assert get(server.tcp, "/ping").status == 200
+    wait_for(
+        lambda: (
+            sample(
+                scrape(("127.0.0.1", port)),
+                "socketify_worker_restarts_total",
+                reason="max_requests",
+            )
+            == 1
+        ),
+        timeout=20,
+        message="the recycled worker to be counted",
+    )
+    total = sample(
+        scrape(("127.0.0.1", port)),
+        "socketify_http_requests_total",
+        method="GET",
+        route="/ping",
+        status="200",
+    )
+    assert total == 25
+
+
+def test_an_idle_or_malformed_client_of_the_metrics_port_blocks_no_probe(
+    serve: Launcher,
+) -> None:
+    _server, metrics = metrics_server(serve, workers=1)
+    with connect(metrics) as idle, connect(metrics) as garbage:
+        idle.sendall(b"GET /metr")  # and never more
+        garbage.sendall(b"\x16\x03\x01\x02\x00garbage\r\n\r\n")
+        assert b"400" in garbage.recv(4096)  # refused, and the port still answers
+        assert get(metrics, "/healthz").status == 200
+    with connect(metrics) as writer:
+        writer.sendall(request_bytes("POST", "/metrics", body=b"x"))
+        assert b" 501 " in writer.recv(1024).split(b"\r\n", 1)[0]

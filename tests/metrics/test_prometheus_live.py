@@ -34,8 +34,7 @@ def test_prometheus_query_api_returns_the_exact_request_totals(
         assert sample(ours, total, method="GET", route="/ping", status="200") == 200
         query = prometheus.query
         wait_for(
-            lambda: query('sum(socketify_http_requests_total{route="/ping",status="200"})')
-            == 200,
+            lambda: query('sum(socketify_http_requests_total{route="/ping",status="200"})') == 200,
             timeout=30,
             interval=0.2,
             message="Prometheus to scrape the 200 pings",
