@@ -40,10 +40,11 @@ class RequestMetrics:
         self._cells = recorder.cells
         self._in_flight = recorder.cell(IN_FLIGHT)
         self._bounds = self._durations.buckets
-        # PERF: the cells of each (method, route, status) and (method, route), found once; a
-        # request then costs a few dict lookups and float additions in shared memory.
-        self._count_cells: dict[tuple[str, str | None, int], int] = {}
-        self._duration_cells: dict[tuple[str, str | None], int] = {}
+        self._sum_offset = len(self._bounds) + 1  # the sum cell follows the +Inf bucket
+        # PERF: per (method, route, status), its count cell and its histogram's first cell,
+        # found once; a request then costs one dict lookup and four float additions in shared
+        # memory. Methods outside METHODS are not cached, so clients cannot grow the dict.
+        self._cells_of: dict[tuple[str, str | None, int], tuple[int, int]] = {}
 
     def __call__(self, req: Request, res: Response, answer: Answer) -> None:
         cells = self._cells
@@ -53,28 +54,30 @@ class RequestMetrics:
             answer(req, res)
         finally:
             cells[in_flight] -= 1
-        method = req.method
-        if method not in METHODS:
-            method = "OTHER"
-        route = req.route
-        status = res.status_code
-        at = self._count_cells.get((method, route, status))
-        if at is None:
-            at = self._count_cells[(method, route, status)] = self._recorder.cell(
-                REQUESTS, (method, route or UNMATCHED, str(status))
-            )
-        cells[at] += 1
-        first = self._duration_cells.get((method, route))
-        if first is None:
-            first = self._duration_cells[(method, route)] = self._recorder.cell(
-                self._durations, (method, route or UNMATCHED)
-            )
+        key = (req.method, req.route, res.status_code)
+        found = self._cells_of.get(key)
+        if found is None:
+            found = self._register(key)
+        count_at, first = found
+        cells[count_at] += 1
         seconds = (perf_counter_ns() - req.started_ns) / 1e9
-        bounds = self._bounds
-        cells[first + bisect_left(bounds, seconds)] += 1  # bounds are "<="
-        cells[first + len(bounds) + 1] += seconds
+        cells[first + bisect_left(self._bounds, seconds)] += 1  # bounds are "<="
+        cells[first + self._sum_offset] += seconds
         if res.upgrade is not None:
-            self._upgraded(res, "websocket" if status == 101 else "sse")
+            self._upgraded(res, "websocket" if key[2] == 101 else "sse")
+
+    def _register(self, key: tuple[str, str | None, int]) -> tuple[int, int]:
+        method, route, status = key
+        known = method in METHODS
+        label = method if known else "OTHER"
+        pattern = route or UNMATCHED
+        found = (
+            self._recorder.cell(REQUESTS, (label, pattern, str(status))),
+            self._recorder.cell(self._durations, (label, pattern)),
+        )
+        if known:
+            self._cells_of[key] = found
+        return found
 
     def _upgraded(self, res: Response, protocol: str) -> None:
         # The connection is handed over once this returns; the response's close callbacks
