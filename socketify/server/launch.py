@@ -95,6 +95,11 @@ class InProcessRunner:
         self.services: list[Any] = services_for_target(
             app, sockets, tls=tls or settings.tls, plan=plan, http2=http2, proxy=proxy
         )
+        from socketify.tcp.service import Service
+        from socketify.tracing.setup import start as start_tracing
+
+        # Before the services start: that freezes the app, and tracing wraps its requests.
+        self._tracer_provider = None if isinstance(app, Service) else start_tracing(app)
         for service in self.services:
             service.start()
         self._stopped = gevent.event.Event()
@@ -117,6 +122,8 @@ class InProcessRunner:
 
         def drain() -> None:
             gevent.joinall([gevent.spawn(service.stop, graceful=True) for service in self.services])
+            if self._tracer_provider is not None:
+                self._tracer_provider.shutdown()  # exports the spans still batched
             self._listeners.close()
             self._stopped.set()
 

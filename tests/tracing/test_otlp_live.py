@@ -64,3 +64,13 @@ def test_without_an_exporter_configured_nothing_is_sent(serve: Launcher) -> None
             assert get(server.tcp, "/ping").status == 200
         server.stop()
         assert receiver.spans() == []
+
+
+def test_a_server_in_one_process_traces_too(serve: Launcher) -> None:
+    with OtlpReceiver() as receiver:
+        env = {"OTEL_TRACES_EXPORTER": "otlp", **receiver.environment}
+        server = serve(APP, workers=0, env=env)
+        assert get(server.tcp, "/ping", headers=[("traceparent", TRACEPARENT)]).status == 200
+        spans = receiver.wait_spans(lambda spans: bool(named(spans, "GET /ping")))
+        (ping,) = named(spans, "GET /ping")
+        assert ping.trace_id == TRACE_ID
