@@ -292,15 +292,15 @@ class ServeApp:
     def __call__(self, ctx: WorkerContext) -> None:
         import gevent
 
+        from socketify.server.metrics_sampler import sample_forever
         from socketify.tcp.bundle import Bundle
         from socketify.tcp.service import Service
+        from socketify.tracing.setup import start as start_tracing
 
         app = load_app(self.app, self.wsgi) if isinstance(self.app, str) else self.app
         if self.access_log_format and not isinstance(app, Service):
             add_access_log(app.http if isinstance(app, Bundle) else app, self.access_log_format)
         recorder = self.metrics.start(app, ctx.record) if self.metrics is not None else None
-        from socketify.tracing.setup import start as start_tracing
-
         tracer_provider = None if isinstance(app, Service) else start_tracing(app)
         tls = self.tls or app.settings.tls
         services = services_for_target(
@@ -316,8 +316,6 @@ class ServeApp:
             service.start()
             ctx.on_stop(service.stop_accepting)
         if recorder is not None:
-            from socketify.server.metrics_sampler import sample_forever
-
             gevent.spawn(sample_forever, services, recorder)
         ctx.ready()
         ctx.wait_stop()
