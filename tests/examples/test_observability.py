@@ -8,6 +8,7 @@ import requests
 from tests.support.ports import free_port
 from tests.support.prometheus import sample, scrape
 from tests.support.raw_client import connect, get, request_bytes
+from tests.support.raw_h2 import H2Client
 from tests.support.raw_websocket import TEXT, RawWebSocket, client_frame
 from tests.support.serve import Launcher
 from tests.support.wait import wait_for
@@ -71,3 +72,25 @@ def test_open_websocket_and_event_streams_are_counted_with_their_messages(
     samples = scrape(metrics)
     assert sample(samples, "socketify_websocket_messages_total", direction="in") == 7
     assert sample(samples, "socketify_websocket_messages_total", direction="out") == 7
+
+
+def test_http1_and_h2_connections_are_counted_apart(serve: Launcher) -> None:
+    metrics = ("127.0.0.1", free_port())
+    server = serve(
+        "examples.observability:server",
+        workers=1,
+        args=("--metrics-bind", f"{metrics[0]}:{metrics[1]}"),
+    )
+
+    def connections(protocol: str) -> float | None:
+        return sample(scrape(metrics), "socketify_connections", protocol=protocol)
+
+    with H2Client.connect(server.tcp) as h2, connect(server.tcp) as http1:
+        h2.handshake()
+        assert h2.get("/ping").body == b"pong"
+        http1.sendall(request_bytes("GET", "/ping"))
+        assert http1.recv(4096).startswith(b"HTTP/1.1 200 ")
+        wait_for(lambda: connections("h2") == 1, timeout=10, message="1 HTTP/2 connection")
+        # The scrapes themselves go to the master's port, never to the workers.
+        wait_for(lambda: connections("http1") == 1, timeout=10, message="1 HTTP/1.1 connection")
+    wait_for(lambda: connections("h2") == 0, timeout=10, message="the HTTP/2 connection gone")

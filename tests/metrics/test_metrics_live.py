@@ -204,3 +204,17 @@ def test_an_idle_or_malformed_client_of_the_metrics_port_blocks_no_probe(
     with connect(metrics) as writer:
         writer.sendall(request_bytes("POST", "/metrics", body=b"x"))
         assert b" 501 " in writer.recv(1024).split(b"\r\n", 1)[0]
+
+
+def test_a_raw_tcp_service_counts_its_connections(serve: Launcher) -> None:
+    server, metrics = metrics_server(serve, "examples.tcp_echo:service", workers=1)
+
+    def open_tcp() -> float | None:
+        return sample(scrape(metrics), "socketify_connections", protocol="tcp")
+
+    with connect(server.tcp) as client:
+        client.sendall(b"hello\n")
+        assert client.recv(64) == b"hello\n"
+        wait_for(lambda: open_tcp() == 1, timeout=10, message="1 TCP connection")
+    wait_for(lambda: open_tcp() == 0, timeout=10, message="the TCP connection gone")
+    assert get(metrics, "/readyz").status == 200
