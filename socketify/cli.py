@@ -77,6 +77,8 @@ OPTIONAL_FEATURES = (
     ("Mongo", "pymongo"),
     ("Templates", "jinja2"),
     ("HTTP/2", "h2"),
+    ("Metrics", "prometheus_client"),
+    ("Tracing", "opentelemetry.sdk"),
 )
 
 
