@@ -194,7 +194,10 @@ def info() -> str:
     """
     lines = [f"Socketify {__version__}"]
     for label, module in OPTIONAL_FEATURES:
-        found = importlib.util.find_spec(module) is not None
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:  # a dotted name whose parent package is missing
+            found = False
         lines.append(f"{label}: {'yes' if found else 'no'}")
     return "\n".join(lines)
 
