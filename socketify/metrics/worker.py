@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from socketify.metrics.builtin import duration_family
-from socketify.metrics.families import DEFAULT_BUCKETS, Family
+from socketify.metrics.families import DEFAULT_BUCKETS
 from socketify.metrics.recorder import Recorder, install
 from socketify.metrics.request_metrics import RequestMetrics
 from workers.shared.tally import TallyTable
@@ -47,5 +47,4 @@ class WorkerMetrics:
 def parse_buckets(text: str) -> tuple[float, ...]:
     """`--metrics-buckets 0.01,0.1,1`: increasing bounds in seconds; ValueError if not."""
     bounds = tuple(float(part) for part in text.split(",") if part.strip())
-    Family("check", "histogram", "", (), bounds)
-    return bounds
+    return duration_family(bounds).buckets
