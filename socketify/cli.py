@@ -270,8 +270,7 @@ def _parse_run(args: list[str]) -> argparse.Namespace:
 
 
 def info() -> str:
-    """`--info`: the version, where it was installed from, the optional features, and which
-    modules run compiled.
+    """`--info`: the version, its distribution, the optional features, the compiled modules.
 
     The import name `socketify` is shared with socketify.py (distribution `socketify`); the
     second line says which distribution this code came from, and warns when both are installed.
