@@ -21,6 +21,9 @@ from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
+# Only these commands build binaries. pip runs this file for metadata too (egg_info,
+# dist_info), and an editable install runs `editable_wheel`: neither compiles.
+BUILD_COMMANDS = {"bdist_wheel", "build", "build_ext", "install"}
 NOTICE = "socketify: building pure Python ({}); set SOCKETIFY_COMPILE=0 to silence this"
 
 
@@ -39,7 +42,7 @@ def _hot_modules() -> tuple[str, ...]:
 def _extensions() -> list[Any]:
     if os.environ.get("SOCKETIFY_COMPILE", "1") == "0":
         return []
-    if "editable_wheel" in sys.argv:  # setuptools' editable (PEP 660) build
+    if not BUILD_COMMANDS.intersection(sys.argv[1:]):
         return []
     try:
         from mypyc.build import mypycify

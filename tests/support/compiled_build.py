@@ -15,20 +15,20 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from tests.support.serve import REPO
 
-__all__ = ["lay_compiled_tree"]
+__all__ = ["build_wheel", "compiled_members", "copy_tracked_files", "lay_compiled_tree"]
 
 BUILD_TIMEOUT = 1800  # mypyc and the C compiler on a busy 2-core machine
 # Installed, not tracked: the copy uses the same peers as the checkout.
 INSTALLED = ("load_tests/.venv", "load_tests/.peers")
 
 
-def lay_compiled_tree(dest: Path) -> list[str]:
-    """Copy the tracked files to `dest`, add the compiled wheel's extension modules, and
-    return their paths (empty when the build fell back to pure Python)."""
+def copy_tracked_files(dest: Path) -> None:
+    """Copy the files git tracks (as they are in the working tree) to `dest`."""
     tracked = subprocess.run(
         ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout.split("\0")
@@ -36,15 +36,34 @@ def lay_compiled_tree(dest: Path) -> list[str]:
         if (REPO / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, dest / name)
+
+
+def build_wheel(source: Path, out: Path, env: Mapping[str, str] | None = None) -> tuple[Path, str]:
+    """Build the wheel of `source` into `out` as pip does; return it and the build's stderr."""
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--wheel-dir", out, "."],
+        cwd=source, env={**os.environ, **(env or {})}, capture_output=True, text=True,
+        timeout=BUILD_TIMEOUT,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (wheel,) = out.glob("socketify_gevent-*.whl")
+    return wheel, result.stdout + result.stderr
+
+
+def compiled_members(wheel: Path) -> list[str]:
+    """The extension modules in a wheel."""
+    with zipfile.ZipFile(wheel) as archive:
+        return [name for name in archive.namelist() if name.endswith(".so")]
+
+
+def lay_compiled_tree(dest: Path) -> list[str]:
+    """Copy the tracked files to `dest`, add the compiled wheel's extension modules, and
+    return their paths (empty when the build fell back to pure Python)."""
+    copy_tracked_files(dest)
     with tempfile.TemporaryDirectory(prefix="socketify-wheel-") as out:
-        environment = {**os.environ, "SOCKETIFY_COMPILE": "1"}
-        subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--wheel-dir", out, dest],
-            env=environment, check=True, timeout=BUILD_TIMEOUT,
-        )  # fmt: skip
-        (wheel,) = Path(out).glob("socketify_gevent-*.whl")
+        wheel, _ = build_wheel(dest, Path(out), {"SOCKETIFY_COMPILE": "1"})
+        compiled = compiled_members(wheel)
         with zipfile.ZipFile(wheel) as archive:
-            compiled = [name for name in archive.namelist() if name.endswith(".so")]
             archive.extractall(dest, members=compiled)
     for name in INSTALLED:
         if (REPO / name).exists():

@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 
 from socketify.compiled import HOT_MODULES
-from tests.support.compiled_build import lay_compiled_tree
+from tests.support.compiled_build import (
+    build_wheel,
+    compiled_members,
+    copy_tracked_files,
+    lay_compiled_tree,
+)
 from tests.support.serve import Launcher
 
 pytestmark = pytest.mark.timeout(2400)
@@ -117,3 +122,46 @@ def test_the_compiled_server_answers_requests_parked_in_other_greenlets(
     # The worker that answered runs the compiled modules: mypyc's library of them is mapped in.
     mapped = {line.split()[-1] for line in Path(f"/proc/{worker}/maps").read_text().splitlines()}
     assert any(path.startswith(f"{compiled_tree}/") and "__mypyc." in path for path in mapped)
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the tracked files, to build from."""
+    tree = tmp_path_factory.mktemp("source")
+    copy_tracked_files(tree)
+    return tree
+
+
+def test_without_a_c_compiler_the_wheel_is_pure_python_and_says_so_in_one_line(
+    source: Path, tmp_path: Path
+) -> None:
+    wheel, log = build_wheel(source, tmp_path, {"CC": "/bin/false", "SOCKETIFY_COMPILE": "1"})
+    assert compiled_members(wheel) == []
+    # pip indents what the build prints
+    notices = [line.strip() for line in log.splitlines() if "socketify: building pure" in line]
+    assert len(notices) == 1, log[-3000:]
+    assert "no working C compiler" in notices[0]
+
+
+def test_socketify_compile_0_builds_a_pure_python_wheel(source: Path, tmp_path: Path) -> None:
+    wheel, _ = build_wheel(source, tmp_path, {"SOCKETIFY_COMPILE": "0"})
+    assert compiled_members(wheel) == []
+    assert wheel.name.endswith("-py3-none-any.whl")
+
+
+def test_an_editable_install_stays_pure_python(source: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", venv], check=True, timeout=120
+    )
+    subprocess.run(
+        [venv / "bin" / "pip", "install", "-q", "--no-deps", "-e", source],
+        check=True, timeout=1200,
+    )  # fmt: skip
+    assert not list((source / "socketify").rglob("*.so"))
+    info = subprocess.run(
+        [venv / "bin" / "socketify", "--info"],
+        cwd=tmp_path, capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    assert f"Distribution: socketify-gevent ({source}" in info
+    assert "Compiled: no (pure Python)" in info
