@@ -13,6 +13,10 @@ answers finished in one turn cost one syscall). What the kernel does not take go
 writer greenlet; while its backlog is over `HIGH_WATER`, senders wait (bounded by the send
 timeout), so a client that stops reading parks its streams instead of growing the worker.
 
+A client whose frames are always there never makes the reader wait: between reads it takes
+turns with the worker's other connections (`server.turns`), and the protocol's budgets end a
+connection that floods frames which carry nothing (`protocol.http2.limits`).
+
 Deadlines reuse the connection's: with no stream open the connection's deadline is
 `idle_timeout`, and the sweeper's `Expired` makes the reader say GOAWAY and close. A stopping
 server (`stop`) says GOAWAY at once, serves the streams already opened, then closes the same
@@ -113,6 +117,7 @@ class Http2Session:
             if data:
                 self._receive(data)
             self.flush()
+            check_turn = conn.turn.check
             while not self.proto.closed:
                 try:
                     data = self._read()
@@ -124,6 +129,7 @@ class Http2Session:
                     break
                 self._receive(data)
                 self.flush()
+                check_turn()  # frames that are always there must not hold the worker
         except (PeerGone, ConnectionError):
             pass
         finally:

@@ -37,6 +37,7 @@ from socketify.protocol.proxy_header import (
 from socketify.server.proxy_intake import ProxyIntake
 from socketify.server.service import ACCEPT_PAUSE, accept_fd, plain_socket
 from socketify.server.tls_stream import server_context
+from socketify.server.turns import Turn
 from socketify.tcp.connection import StreamConnection, TlsInfo
 from socketify.tcp.errors import StreamError
 
@@ -144,7 +145,12 @@ class TcpService:
                 sock.settimeout(None)
                 tls = TlsInfo.of(sock)
             conn = StreamConnection(
-                sock, addr, local=sock.getsockname(), max_line=options.max_line, tls=tls
+                sock,
+                addr,
+                local=sock.getsockname(),
+                max_line=options.max_line,
+                tls=tls,
+                between_reads=Turn().check,  # a flooding client takes turns with the others
             )
             self.streams[greenlet] = conn
             self.service.handler(conn)

@@ -5,6 +5,10 @@ gevent socket in a worker (where "blocking" yields to the hub), or a plain block
 a test. Bytes read ahead by `readline` or `recv_exactly` wait in a private buffer that every
 read drains first.
 
+A server that shares its process with other connections passes `between_reads`, called
+before each read the handler makes: a peer whose bytes are always there never makes a read
+wait, so that is where the server lets the others run.
+
 Idle time is tracked, not timed: every read or write that completes stamps `last_active`, and
 the server's sweeper calls `expire()` on a connection idle for too long. That closes the
 socket, and the read or write the handler is blocked in raises `IdleTimeout`.
@@ -14,6 +18,7 @@ PERF: a socket timeout would start and stop a libev timer around every wait inst
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +54,7 @@ class StreamConnection:
     """One client's byte stream, as a service handler sees it."""
 
     __slots__ = (
+        "_between_reads",
         "_buffer",
         "_sock",
         "closed",
@@ -68,8 +74,10 @@ class StreamConnection:
         local: Any = None,
         max_line: int = 65536,
         tls: TlsInfo | None = None,
+        between_reads: Callable[[], None] | None = None,
     ) -> None:
         self._sock = sock
+        self._between_reads = between_reads
         self._buffer = bytearray()
         self.peer = peer  # (host, port) for TCP, the socket path's peer name ("") for Unix
         self.local = local
@@ -86,6 +94,8 @@ class StreamConnection:
 
     def recv(self, max_bytes: int = RECV_SIZE) -> bytes:
         """Up to `max_bytes` bytes as soon as any are there; b"" once the peer has closed."""
+        if self._between_reads is not None:
+            self._between_reads()
         buffer = self._buffer
         if buffer:
             ahead = bytes(buffer[:max_bytes])
@@ -95,6 +105,8 @@ class StreamConnection:
 
     def recv_exactly(self, size: int) -> bytes:
         """Exactly `size` bytes; `IncompleteRead` if the peer closes first."""
+        if self._between_reads is not None:
+            self._between_reads()
         buffer = self._buffer
         while len(buffer) < size:
             data = self._read(max(RECV_SIZE, size - len(buffer)))
@@ -113,6 +125,8 @@ class StreamConnection:
         `LineTooLong` when the line (newline included) would exceed `max_line` bytes (default:
         the service's `max_line`); the connection cannot be read further after that.
         """
+        if self._between_reads is not None:
+            self._between_reads()
         limit = self.max_line if max_line is None else max_line
         buffer = self._buffer
         searched = 0

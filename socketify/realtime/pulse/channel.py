@@ -383,10 +383,16 @@ class Channel:
         # PERF: a plain loop over next_event, not the `events()` generator: this runs once
         # per message received, and the generator costs a frame and a type check per event.
         next_event = self._proto.next_event
+        reader = self._reader
+        # One read can hold thousands of small messages: a peer sending them without pause
+        # takes turns with the worker's other connections between messages (server.turns).
+        check_turn = reader.turn.check if reader is not None else None
         while True:
             event = next_event()
             if event is NEED_DATA or event is CLOSED:
                 return None
+            if check_turn is not None:
+                check_turn()
             cls = type(event)
             try:
                 if cls is TextMessage:
