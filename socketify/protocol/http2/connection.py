@@ -56,7 +56,7 @@ from socketify.protocol.http2.events import (
 )
 from socketify.protocol.http2.frame_headers import PREFACE, FrameRefused, FrameScanner
 from socketify.protocol.http2.hpack_decoder import ServerDecoder
-from socketify.protocol.http2.limits import Http2Limits, RateCounter
+from socketify.protocol.http2.limits import FrameBudgets, Http2Limits, RateCounter
 from socketify.protocol.http2.messages import (
     BadRequest,
     request_head,
@@ -88,6 +88,7 @@ class Http2ServerConnection:
 
     __slots__ = (
         "_active",
+        "_budgets",
         "_h2",
         "_last_stream_id",
         "_out",
@@ -139,7 +140,8 @@ class Http2ServerConnection:
         conn.max_inbound_frame_size = limits.max_frame_size
         conn.decoder.max_header_list_size = limits.max_header_list_size
         conn.increment_flow_control_window(_CONNECTION_WINDOW - 65535)
-        self._scanner = FrameScanner(limits.max_frame_size, limits.max_header_block)
+        self._budgets = FrameBudgets(limits)
+        self._scanner = FrameScanner(limits.max_frame_size, limits.max_header_block, self._budgets)
         self._resets = RateCounter(limits.max_resets_per_second)
         self._pings = RateCounter(limits.max_pings_per_second)
         self._settings = RateCounter(limits.max_settings_per_second)
@@ -336,6 +338,8 @@ class Http2ServerConnection:
             if allowed or end_stream:
                 piece = data if allowed == size else data[:allowed]
                 self._send(send, stream_id, piece, end_stream=end_stream)
+                if allowed:
+                    self._budgets.earn(1)  # the client may acknowledge it (see limits.py)
             return allowed
         view = memoryview(data)
         sent = 0
@@ -344,6 +348,7 @@ class Http2ServerConnection:
             last = end_stream and sent + n == size
             self._send(send, stream_id, view[sent : sent + n], end_stream=last)
             sent += n
+        self._budgets.earn(-(-allowed // step))
         return sent
 
     def send_trailers(self, stream_id: int, fields: Iterable[tuple[str, str]]) -> None:
