@@ -29,7 +29,7 @@ def pid(req, res):
 @server.get("/large")
 def large(req, res):
     size = int(req.query.get("size", str(1 << 20)))
-    res.send(bytes(size), "application/octet-stream")
+    res.send(b"x" * size, "application/octet-stream")  # written: resident, unlike bytes(size)
 
 
 def _echo(ch, text):
