@@ -978,5 +978,64 @@ for _name in floods.FLOODS:
     experiment(f"flood-{_name}")(_flood_experiment(_name))
 
 
+# -- h2-stalled-streams: clients that open many streams and read none of the answers -------
+
+STALLED_CONNECTIONS = 3
+STALLED_STREAMS = 100  # each asks for 1 MiB (`/large`), made afresh per request
+STALLED_BAR_MIB = 32  # worker RSS growth for all of them (without a bound: ~335 MiB)
+
+
+@experiment("h2-stalled-streams")
+def h2_stalled_streams(short: bool) -> Figure:
+    """3 h2c connections x 100 streams x 1 MiB answers, no window granted: worker RSS growth."""
+    import hpack
+
+    seconds = 2.0 if short else 10.0
+    port, tcp_port = free_port(), free_port()
+    argv = ["env", f"FLOOD_TCP_PORT={tcp_port}", *_socketify_cli(), "run", FLOOD_APP,
+            "--workers", "1", "--bind", f"{HOST}:{port}"]  # fmt: skip
+    with serve(OURS, argv, port) as server:
+        worker = _the_worker(server.pid)
+        before = rss_kib(worker)
+        clients = []
+        for _ in range(STALLED_CONNECTIONS):
+            sock = socket.create_connection((HOST, port), timeout=10)
+            encoder = hpack.Encoder()
+            get = [(":method", "GET"), (":scheme", "http"), (":path", "/large"),
+                   (":authority", HOST)]  # fmt: skip
+            frames = [
+                floods.H2_PREFACE,
+                floods.h2_frame(0x4, 0, 0, (4).to_bytes(2, "big") + bytes(4)),
+            ]
+            frames += [
+                floods.h2_frame(0x1, 0x5, 2 * n + 1, encoder.encode(get))
+                for n in range(STALLED_STREAMS)
+            ]
+            sock.sendall(b"".join(frames))  # SETTINGS_INITIAL_WINDOW_SIZE 0: nothing may be sent
+            clients.append(sock)
+        peak = before
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            peak = max(peak, rss_kib(worker))
+            time.sleep(0.05)
+        ping_ms = _ping_ms(port)
+        for sock in clients:
+            sock.close()
+    growth_mib = (peak - before) / 1024
+    return Figure(
+        "h2-stalled-streams",
+        growth_mib,
+        "MiB worker RSS growth",
+        f"<= {STALLED_BAR_MIB} MiB for {STALLED_CONNECTIONS} x {STALLED_STREAMS} stalled streams",
+        growth_mib <= STALLED_BAR_MIB and ping_ms < 1000,
+        [
+            f"{STALLED_CONNECTIONS} h2c connections, {STALLED_STREAMS} streams each asking for "
+            f"1 MiB, SETTINGS_INITIAL_WINDOW_SIZE 0, watched {seconds:g} s",
+            f"worker RSS {before / 1024:.1f} -> peak {peak / 1024:.1f} MiB; GET /ping meanwhile "
+            f"{ping_ms:.1f} ms",
+        ],
+    )
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -27,7 +27,7 @@ import hpack
 from load_tests.bench_websocket_client import masked_frame
 from load_tests.harness import HOST
 
-__all__ = ["FLOODS", "PROBE_EVERY", "PROBE_TIMEOUT", "FloodRun", "flood"]
+__all__ = ["FLOODS", "H2_PREFACE", "PROBE_EVERY", "PROBE_TIMEOUT", "FloodRun", "flood", "h2_frame"]
 
 PROBE_EVERY = 0.1  # seconds between two probes' starts
 PROBE_TIMEOUT = 5.0  # a probe unanswered this long counts as unanswered
@@ -35,12 +35,13 @@ _SEND_TIMEOUT = 5.0
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 
-def _h2_frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+def h2_frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+    """One HTTP/2 frame: type, flags, stream and payload as given."""
     head = len(payload).to_bytes(3, "big") + bytes((kind, flags)) + stream.to_bytes(4, "big")
     return head + payload
 
 
-_H2_OPEN = H2_PREFACE + _h2_frame(0x4, 0, 0)  # the preface and an empty SETTINGS frame
+_H2_OPEN = H2_PREFACE + h2_frame(0x4, 0, 0)  # the preface and an empty SETTINGS frame
 _POST_PING = hpack.Encoder().encode(
     [(":method", "POST"), (":scheme", "http"), (":path", "/ping"), (":authority", HOST)]
 )
@@ -67,25 +68,25 @@ FLOODS: dict[str, Flood] = {
         "h2c PRIORITY frames",
         "http",
         _H2_OPEN,
-        b"".join(_h2_frame(0x2, 0, 2 * n + 1, bytes(4) + b"\x10") for n in range(4096)),
+        b"".join(h2_frame(0x2, 0, 2 * n + 1, bytes(4) + b"\x10") for n in range(4096)),
     ),
     "h2-window-update": Flood(
         "h2c WINDOW_UPDATE frames (+1 on the connection)",
         "http",
         _H2_OPEN,
-        _h2_frame(0x8, 0, 0, (1).to_bytes(4, "big")) * 4096,
+        h2_frame(0x8, 0, 0, (1).to_bytes(4, "big")) * 4096,
     ),
     "h2-unknown": Flood(
         "h2c frames of an undefined type",
         "http",
         _H2_OPEN,
-        _h2_frame(0xFA, 0, 0, b"flooding") * 4096,
+        h2_frame(0xFA, 0, 0, b"flooding") * 4096,
     ),
     "h2-empty-data": Flood(
         "h2c empty DATA frames on an open POST stream",
         "http",
-        _H2_OPEN + _h2_frame(0x1, 0x4, 1, _POST_PING),
-        _h2_frame(0x0, 0, 1) * 4096,
+        _H2_OPEN + h2_frame(0x1, 0x4, 1, _POST_PING),
+        h2_frame(0x0, 0, 1) * 4096,
     ),
     "tcp": Flood("TCP line-echo service, lines echoed and read", "tcp", b"", b"x" * 63 + b"\n"),
     "websocket": Flood(
