@@ -10,10 +10,15 @@ HTTP/2 client.
 
 from __future__ import annotations
 
+import ssl
+from pathlib import Path
+
 import pytest
 
 from load_tests.floods import FLOODS, FloodRun, flood
+from tests.support.pki import make_pki
 from tests.support.ports import free_port
+from tests.support.raw_client import get
 from tests.support.raw_h2 import ErrorCode, FrameType, H2Client, frame
 from tests.support.serve import Launcher, ServerProcess
 
@@ -90,3 +95,24 @@ def test_a_flood_of_empty_data_frames_ends_with_enhance_your_calm(serve: Launche
         client.send_headers(stream, client.request_headers("POST", "/ping"), end_stream=False)
         client.send(frame(FrameType.DATA, 0, stream) * 5000, note="5000 empty DATA frames")
         client.expect_connection_error(ErrorCode.ENHANCE_YOUR_CALM)
+
+
+def test_a_frame_flood_over_tls_ends_with_enhance_your_calm_and_others_are_served(
+    serve: Launcher, tmp_path: Path
+) -> None:
+    pki = make_pki(tmp_path)
+    https = ssl.create_default_context(cafile=pki.ca)
+    server = serve(
+        APP,
+        workers=1,
+        args=["--certfile", pki.server.cert, "--keyfile", pki.server.key],
+        env={"FLOOD_TCP_PORT": str(free_port())},
+        tls=https,
+    )
+    h2 = ssl.create_default_context(cafile=pki.ca)
+    h2.set_alpn_protocols(["h2"])
+    with H2Client.connect(server.tcp, tls=h2) as client:
+        client.handshake()
+        client.send(frame(FrameType.WINDOW_UPDATE, 0, 0, (1).to_bytes(4, "big")) * 5000)
+        client.expect_connection_error(ErrorCode.ENHANCE_YOUR_CALM)
+    assert get(server.tcp, "/ping", tls=https).body == b"pong"
