@@ -73,6 +73,7 @@ log = logging.getLogger("socketify.error")
 
 CLOSE_TIMEOUT = 5.0  # how long a close we started waits for the peer's close frame
 LINGER_SECONDS = 1.0  # after failing the connection, how long we let the peer read our close
+MESSAGES_PER_CHECK = 16  # messages of one read handled between two looks at the turn
 _ids = itertools.count(1)
 
 TextHandler = Callable[["Channel", str], Any]
@@ -385,13 +386,17 @@ class Channel:
         next_event = self._proto.next_event
         reader = self._reader
         # One read can hold thousands of small messages: a peer sending them without pause
-        # takes turns with the worker's other connections between messages (server.turns).
+        # takes turns with the worker's other connections (server.turns). PERF: a look every
+        # few messages; one read of a ping-pong peer holds one message and never looks.
         check_turn = reader.turn.check if reader is not None else None
+        handled = 0
         while True:
             event = next_event()
             if event is NEED_DATA or event is CLOSED:
                 return None
-            if check_turn is not None:
+            handled += 1
+            if handled == MESSAGES_PER_CHECK and check_turn is not None:
+                handled = 0
                 check_turn()
             cls = type(event)
             try:
