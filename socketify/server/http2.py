@@ -238,9 +238,9 @@ class Http2Session:
     def wait_for_room(self) -> None:
         """Park a stream about to run its handler while the connection holds too much.
 
-        The waiters pass one at a time: each runs its handler (which adds what it holds)
-        before the next looks at the count again, so a crowd let through at once cannot
-        overshoot the bound by an answer each.
+        The waiters pass one at a time, each straight on to its handler: one that does not
+        wait has added what it holds before the next looks at the count again, so a crowd
+        let through at once cannot overshoot the bound by an answer each.
         """
         if self.held <= MAX_HELD:
             return
