@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeVar
+
 import h2.config
 import h2.connection
 import h2.events
@@ -32,6 +35,7 @@ from socketify.protocol.http11 import header_field
 
 COMPRESSION_ERROR = int(ErrorCodes.COMPRESSION_ERROR)
 FRAME_SIZE_ERROR = int(ErrorCodes.FRAME_SIZE_ERROR)
+T = TypeVar("T")
 GET = [(":method", "GET"), (":scheme", "https"), (":authority", "example.com"), (":path", "/a?b=1")]
 
 
@@ -62,7 +66,7 @@ class Pair:
         return sid
 
 
-def of(kind: type, events: list[object]) -> list[object]:
+def of(kind: type[T], events: Sequence[object]) -> list[T]:
     return [event for event in events if isinstance(event, kind)]
 
 
