@@ -291,6 +291,13 @@ def test_frames_that_carry_nothing_within_their_budget_are_taken(flood: str) -> 
     assert not of(ConnectionTerminated, events) and not pair.server.closed
 
 
+def test_ping_acknowledgements_are_not_counted_as_a_ping_flood() -> None:
+    pair = Pair(Http2Limits(max_pings_per_second=20))
+    acks = PingFrame(0, opaque_data=b"12345678", flags=["ACK"]).serialize() * 50
+    assert not of(ConnectionTerminated, pair.server.receive_data(acks))
+    assert not pair.server.closed
+
+
 def test_every_flood_named_in_the_budget_table_has_its_limit() -> None:
     assert set(NOTHING_FRAMES) <= set(FLOOD_BUDGETS)
     assert all(hasattr(Http2Limits(), field) for field in FLOOD_BUDGETS.values())

@@ -9,9 +9,9 @@ gets the bytes; payloads are skipped, never copied. It refuses at once:
 - a frame longer than our SETTINGS_MAX_FRAME_SIZE (FRAME_SIZE_ERROR), as soon as its header
   says so: h2 would first buffer up to 16 MiB of payload;
 - a SETTINGS acknowledgement that carries a payload (FRAME_SIZE_ERROR, RFC 9113 §6.5);
-- a frame of a kind that costs work but carries nothing (PRIORITY, WINDOW_UPDATE, empty
-  DATA, unknown types) past its per-second budget (ENHANCE_YOUR_CALM, see `limits.py`),
-  before h2 parses a flood of them;
+- a frame of a kind that costs work but carries no request (RST_STREAM, SETTINGS, PING,
+  PRIORITY, WINDOW_UPDATE, empty DATA, unknown types) past its kind's per-second budget
+  (ENHANCE_YOUR_CALM, see `limits.py`), before h2 parses a flood of them;
 - a header block (HEADERS or PUSH_PROMISE and its CONTINUATIONs) past a bound in bytes
   (ENHANCE_YOUR_CALM). h2 bounds a block by its number of frames (64), not by bytes: at the
   largest frame size a client could park about a megabyte per connection that no

@@ -6,10 +6,11 @@ reset). Others are only work for us and carry nothing a request needs: PRIORITY 
 schedule by it), WINDOW_UPDATE beyond what our own DATA frames call for, DATA frames with
 no payload that do not end their stream, and frame types HTTP/2 does not define (which a
 receiver must skip). A connection pouring in any of these at a few MB/s would keep its worker
-busy with nothing else. Each kind is counted in one-second windows against its budget
-(`FLOOD_BUDGETS`); a client over a budget is told GOAWAY ENHANCE_YOUR_CALM and dropped, as
-nginx and Go's server do. The budgets are far above what any browser or client library
-sends: they cap floods, not use.
+busy with nothing else. Each kind is counted from the frame headers, before the frames are
+parsed, in one-second windows against its budget (`FLOOD_BUDGETS`, `FrameBudgets`); a client
+over a budget is told GOAWAY ENHANCE_YOUR_CALM and dropped, as nginx and Go's server do. The
+budgets are far above what any browser or client library sends: they cap floods, not use.
+Acknowledgements (SETTINGS and PING with the ACK flag) answer frames of ours and are free.
 
 A WINDOW_UPDATE is the client's due answer to DATA we sent (one for the stream, one for the
 connection), so each DATA frame we send earns the client two (`FrameBudgets.earn`) besides
@@ -27,9 +28,9 @@ from dataclasses import dataclass
 __all__ = ["FLOOD_BUDGETS", "FrameBudgets", "Http2Limits", "RateCounter"]
 
 # Frame types (RFC 9113 section 6) that the budgets below look at.
-DATA, PRIORITY, WINDOW_UPDATE = 0x0, 0x2, 0x8
+DATA, PRIORITY, RST_STREAM, SETTINGS, PING, WINDOW_UPDATE = 0x0, 0x2, 0x3, 0x4, 0x6, 0x8
 LAST_DEFINED_TYPE = 0x9  # CONTINUATION; a larger type is an extension or unknown
-_END_STREAM = 0x1
+_END_STREAM = _ACK = 0x1
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +60,7 @@ class Http2Limits:
 
 
 # What each flood is called (in the GOAWAY's debug data and the log) and the `Http2Limits`
-# field that is its budget per second. The first three are counted as h2 reports them (by
-# `Http2ServerConnection`); the rest from frame headers, before the frames are parsed.
+# field that is its budget per second.
 FLOOD_BUDGETS: dict[str, str] = {
     "too many streams reset": "max_resets_per_second",
     "SETTINGS flood": "max_settings_per_second",
@@ -111,11 +111,22 @@ class RateCounter:
 
 
 class FrameBudgets:
-    """The per-second budgets of the frames that cost work but carry nothing, by frame header."""
+    """The per-second budgets of the frames that cost work but carry no request."""
 
-    __slots__ = ("_empty_data", "_priority", "_unknown", "_window_updates")
+    __slots__ = (
+        "_empty_data",
+        "_pings",
+        "_priority",
+        "_resets",
+        "_settings",
+        "_unknown",
+        "_window_updates",
+    )
 
     def __init__(self, limits: Http2Limits) -> None:
+        self._resets = RateCounter(limits.max_resets_per_second)
+        self._settings = RateCounter(limits.max_settings_per_second)
+        self._pings = RateCounter(limits.max_pings_per_second)
         self._priority = RateCounter(limits.max_priority_per_second)
         self._window_updates = RateCounter(limits.max_window_updates_per_second)
         self._empty_data = RateCounter(limits.max_empty_data_per_second)
@@ -127,6 +138,12 @@ class FrameBudgets:
             if length or flags & _END_STREAM or self._empty_data.hit(now):
                 return None
             return "empty DATA flood"
+        if kind == RST_STREAM:
+            return None if self._resets.hit(now) else "too many streams reset"
+        if kind == SETTINGS:
+            return None if flags & _ACK or self._settings.hit(now) else "SETTINGS flood"
+        if kind == PING:
+            return None if flags & _ACK or self._pings.hit(now) else "PING flood"
         if kind == PRIORITY:
             return None if self._priority.hit(now) else "PRIORITY flood"
         if kind == WINDOW_UPDATE:
