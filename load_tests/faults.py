@@ -962,11 +962,11 @@ def _flood_experiment(name: str) -> Experiment:
             [
                 f"{floods.FLOODS[name].describe}, one connection, {seconds:g} s, 1 worker "
                 f"(heartbeat timeout {FLOOD_HEARTBEAT} s)",
-                f"probes: {len(run_.latencies)} answered, {run_.unanswered} not; p99 "
-                f"{1000 * run_.p99:.1f} ms, worst {1000 * run_.worst:.1f} ms; answered by "
-                f"{len(run_.workers)} worker(s)",
-                f"flood: {run_.sent / seconds / 1e6:.2f} MB/s in, {run_.received / 1e6:.1f} MB "
-                f"back; the server closed it {run_.cut} time(s)",
+                f"probes: {len(run_.latencies)} answered, {run_.unanswered} not; p50 "
+                f"{1000 * run_.p50:.1f} ms, p99 {1000 * run_.p99:.1f} ms, worst "
+                f"{1000 * run_.worst:.1f} ms; answered by {len(run_.workers)} worker(s)",
+                f"flood: {run_.sent / seconds / 1e6:.2f} MB/s sent, {run_.received / 1e6:.1f} "
+                f"MB back; the server closed it {run_.cut} time(s)",
             ],
         )
 

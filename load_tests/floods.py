@@ -122,10 +122,19 @@ class FloodRun:
         return PROBE_TIMEOUT if self.unanswered else max(self.latencies, default=0.0)
 
     @property
+    def p50(self) -> float:
+        """The median probe, in seconds."""
+        return self.percentile(50)
+
+    @property
     def p99(self) -> float:
         """The 99th percentile of the probes, in seconds."""
+        return self.percentile(99)
+
+    def percentile(self, percent: float) -> float:
+        """The `percent` percentile of the answered probes, in seconds."""
         ordered = sorted(self.latencies) or [0.0]
-        return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        return ordered[min(len(ordered) - 1, int(len(ordered) * percent / 100))]
 
     @property
     def replaced(self) -> bool:
