@@ -132,17 +132,17 @@ class App(Server):
         # `app.router` is the route table, and also socketify.py's `app.router(prefix, ...)`.
         self.router = RouteTable(self)
         self.app_options = options
-        self.listen_at: list[tuple[AppListenOptions, ListenHandler | None]] = []
-        self.topics: Any = None  # the Pulse Hub of ws topics, made by the first ws() or publish
+        self._listen_at: list[tuple[AppListenOptions, ListenHandler | None]] = []
+        self._topics: Any = None  # the Pulse Hub of ws topics, made by the first ws() or publish
         self.serializer: JsonSerializer = json
         self.template_engine: Any = None
         self.loop = Loop()
-        self.master_pid: int | None = None  # set by run(): the process that supervises
+        self._master_pid: int | None = None  # set by run(): the process that supervises
         self.faces = Faces()  # the classes of the faces, with the registered extensions
-        self.lifespan = lifespan
-        self.start_hook: Callable[[], Any] | None = None
-        self.shutdown_hook: Callable[[], Any] | None = None
-        self.error_handler: ErrorHandler | None = None
+        self._lifespan = lifespan
+        self._start_hook: Callable[[], Any] | None = None
+        self._shutdown_hook: Callable[[], Any] | None = None
+        self._error_callback: ErrorHandler | None = None
 
     # -- extensions and the lifespan ------------------------------------------------------
 
@@ -153,17 +153,17 @@ class App(Server):
 
     def on_start(self, hook: Callable[[], Any]) -> Callable[[], Any]:
         """Run `hook()` (plain or `async def`) in `run()`, before the workers start."""
-        self.start_hook = hook
+        self._start_hook = hook
         return hook
 
     def on_shutdown(self, hook: Callable[[], Any]) -> Callable[[], Any]:
         """Run `hook()` (plain or `async def`) in `run()`, once the workers have stopped."""
-        self.shutdown_hook = hook
+        self._shutdown_hook = hook
         return hook
 
     def run_hook(self, hook: Callable[[], Any] | None) -> None:
         """Run a lifespan hook; what it raises goes to the error handler, as in socketify.py."""
-        if hook is None or not self.lifespan:
+        if hook is None or not self._lifespan:
             return
         try:
             result = hook()
@@ -171,7 +171,7 @@ class App(Server):
                 asyncio.run(_awaited(result))
         except Exception as error:
             log.exception("the %s hook failed", getattr(hook, "__name__", "lifespan"))
-            handler = self.error_handler
+            handler = self._error_callback
             if handler is not None:
                 try:
                     handler(error, None, None)
@@ -228,7 +228,7 @@ class App(Server):
 
     def set_error_handler(self, handler: ErrorHandler) -> None:
         """`handler(error, res, req)` answers what a handler raised (socketify.py's order)."""
-        self.error_handler = handler
+        self._error_callback = handler
         if is_async(handler):
 
             async def on_error_async(req: Request, res: Response, exc: Exception) -> Any:
@@ -277,11 +277,11 @@ class App(Server):
 
     def hub(self) -> Any:
         """The Pulse Hub whose rooms are this App's topics (shared by every worker)."""
-        if self.topics is None:
+        if self._topics is None:
             from socketify.realtime.pulse.hub import Hub
 
-            self.topics = Hub(name="socketify_py")
-        return self.topics
+            self._topics = Hub(name="socketify_py")
+        return self._topics
 
     def publish(
         self, topic: str | bytes, message: Any, opcode: int = OpCode.BINARY, compress: bool = False
@@ -317,7 +317,7 @@ class App(Server):
             where = AppListenOptions(port=port_or_options)
         else:
             raise TypeError("listen() takes a port, an AppListenOptions or a dict")
-        self.listen_at.append((where, handler))
+        self._listen_at.append((where, handler))
         return self
 
     def run(self) -> App:
@@ -331,18 +331,18 @@ class App(Server):
         if importing_app():
             log.info("socketify run serves this App; app.run() in the module returns at once")
             return self
-        if not self.listen_at:
+        if not self._listen_at:
             raise RuntimeError("call app.listen(port, handler) before app.run()")
-        binds = [_bind_text(where) for where, _ in self.listen_at]
-        self.master_pid = os.getpid()
-        self.run_hook(self.start_hook)
+        binds = [_bind_text(where) for where, _ in self._listen_at]
+        self._master_pid = os.getpid()
+        self.run_hook(self._start_hook)
         Server.listen(self, binds=binds)
-        for where, handler in self.listen_at:
+        for where, handler in self._listen_at:
             if handler is not None:
                 # A port 0 is reported resolved (the first TCP bind's port).
                 handler(where if where.domain or where.port else replace(where, port=self.port))
         self.wait()
-        self.run_hook(self.shutdown_hook)
+        self.run_hook(self._shutdown_hook)
         return self
 
     def close(self) -> App:
@@ -351,7 +351,7 @@ class App(Server):
         From a handler, in a worker, this asks the master to stop; in the process that
         called `run()` (another thread, a signal handler) it stops the server directly.
         """
-        if self.master_pid == os.getpid():
+        if self._master_pid == os.getpid():
             self.stop()
             return self
         master = os.getppid()

@@ -218,7 +218,7 @@ def test_listen_records_and_run_needs_a_listen() -> None:
     with pytest.raises(RuntimeError, match=r"app\.listen"):
         app.run()
     app.listen(AppListenOptions(port=0, host="127.0.0.1")).listen({"port": 8080})
-    assert [where for where, _ in app.listen_at] == [
+    assert [where for where, _ in app._listen_at] == [
         AppListenOptions(port=0, host="127.0.0.1"),
         AppListenOptions(port=8080),
     ]

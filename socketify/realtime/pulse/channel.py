@@ -43,6 +43,8 @@ import orjson
 from gevent import GreenletExit
 
 from socketify.core.coroutines import blocking
+from socketify.metrics.builtin import WEBSOCKET_MESSAGES
+from socketify.metrics.recorder import counter
 from socketify.protocol.websocket import (
     CLOSED,
     NEED_DATA,
@@ -81,6 +83,8 @@ STOP_CLOSE_TIMEOUT = 2.0  # ... when the server stops: shorter, the worker waits
 LINGER_SECONDS = 1.0  # after failing the connection, how long we let the peer read our close
 MESSAGES_PER_CHECK = 16  # messages of one read handled between two looks at the turn
 _ids = itertools.count(1)
+# The sends that carry a message (a ping or a close is not one), for the sent-message count.
+_MESSAGES = frozenset((Protocol.send_text, Protocol.send_binary, Protocol.send_raw))
 
 TextHandler = Callable[["Channel", str], Any]
 BytesHandler = Callable[["Channel", bytes], Any]
@@ -94,6 +98,8 @@ class Channel:
     __slots__ = (
         "_binary_taps",
         "_close_timer",
+        "_count_received",
+        "_count_sent",
         "_on_binary",
         "_on_close",
         "_on_ping",
@@ -149,6 +155,9 @@ class Channel:
         self._on_pong: BytesHandler | None = None
         self._on_close: list[CloseHandler] = []
         self._on_stop: list[Callable[[Channel], Any]] = []
+        # Message counts for `--metrics-bind` (None, so one comparison, when it is off).
+        self._count_received = counter(WEBSOCKET_MESSAGES, ("in",))
+        self._count_sent = counter(WEBSOCKET_MESSAGES, ("out",))
 
     # -- callbacks ----------------------------------------------------------------------------
 
@@ -266,6 +275,8 @@ class Channel:
         status = out.send_soon(data) if soon else out.send(data)
         if not status:
             self._abandon()
+        elif self._count_sent is not None and method in _MESSAGES:
+            self._count_sent()
         return status
 
     def _close_slow_peer(self) -> None:
@@ -433,6 +444,8 @@ class Channel:
                 handled = 0
                 check_turn()
             cls = type(event)
+            if (cls is TextMessage or cls is BinaryMessage) and self._count_received is not None:
+                self._count_received()
             try:
                 if cls is TextMessage:
                     if self._on_text is not None:
