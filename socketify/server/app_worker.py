@@ -287,10 +287,14 @@ class ServeApp:
     def __call__(self, ctx: WorkerContext) -> None:
         import gevent
 
+        from socketify.drivers import make_cooperative, warn_blocking
         from socketify.tcp.bundle import Bundle
         from socketify.tcp.service import Service
 
+        make_cooperative()  # before the app imports its drivers
         app = load_app(self.app, self.wsgi) if isinstance(self.app, str) else self.app
+        if ctx.worker_id == 0:
+            warn_blocking()  # once per start, not once per worker
         if self.access_log_format and not isinstance(app, Service):
             add_access_log(app.http if isinstance(app, Bundle) else app, self.access_log_format)
         tls = self.tls or app.settings.tls
