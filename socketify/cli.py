@@ -25,7 +25,8 @@ from socketify import __version__
 log = logging.getLogger("socketify.master")
 
 USAGE = """\
-usage: socketify run APP [options]         serve APP (module:attribute, default attribute: server):
+usage: socketify run APP [options]         serve APP: module (its app, application or server),
+                                           module:name, or module:factory(literal args);
                                            a Socketify Server, a WSGI app (Flask, Django...),
                                            a socketify.tcp.Service (raw TCP), or a tcp.Bundle
                                            of a Server and TCP services (on their own binds)
@@ -53,6 +54,7 @@ run options:
                            HAProxy or a TCP load balancer) naming the client's address
   --proxy-allow NETS       comma-separated networks allowed to send it (default: the app's
                            proxy_allow, else 127.0.0.0/8,::1); others are closed
+  --factory                APP names a factory: call it, without arguments, for the app
   --wsgi                   APP is a WSGI application (default: detected by its signature)
   --root-path PATH         a WSGI app's SCRIPT_NAME: the prefix a proxy strips before us
   --trust-proxy            a WSGI app sees X-Forwarded-For/-Proto/-Host as the client's
@@ -165,6 +167,7 @@ def _parse_run(args: list[str]) -> argparse.Namespace:
     parser.add_argument("--no-http2", action="store_true")
     parser.add_argument("--proxy-protocol", action="store_true")
     parser.add_argument("--proxy-allow")
+    parser.add_argument("--factory", action="store_true")
     parser.add_argument("--wsgi", action="store_true")
     parser.add_argument("--root-path", default="")
     parser.add_argument("--trust-proxy", action="store_true")
@@ -222,11 +225,11 @@ def run(options: argparse.Namespace) -> int:
             raise UsageError(f"--root-path must start with '/': {options.root_path}")
         wsgi = WsgiOptions(options.wsgi, options.root_path, options.trust_proxy)
         if options.preload or options.workers == 0:
-            app = load_app(options.app, wsgi)
+            app = load_app(options.app, wsgi, options.factory)
             settings = app.settings
         else:
             _check_importable(options.app)
-            app, settings = None, _probe_settings(options.app, wsgi)
+            app, settings = None, _probe_settings(options.app, wsgi, options.factory)
         if tls is None and not settings.tls:
             # The environment only stands in for an app without TLS of its own: replacing
             # the app's options would silently drop its SNI certificates or its mTLS.
@@ -245,6 +248,7 @@ def run(options: argparse.Namespace) -> int:
             proxy_protocol=options.proxy_protocol,
             proxy_allow=_proxy_allow(options.proxy_allow),
             wsgi=wsgi,
+            factory=options.factory,
         )
         tls = tls or (app.settings.tls if app is not None else None)
         if tls is not None:
@@ -310,8 +314,11 @@ class _ProbeFailed(Exception):
         self.status = status
 
 
-def _probe_settings(spec: str, wsgi: Any) -> SimpleNamespace:
-    """The Server's own options, read by importing APP in a throwaway interpreter."""
+def _probe_settings(spec: str, wsgi: Any, factory: bool) -> SimpleNamespace:
+    """The Server's own options, read by importing APP in a throwaway interpreter.
+
+    Its warnings are not shown: each worker imports APP again and shows them there.
+    """
     import dataclasses
     import json
     import subprocess
@@ -321,14 +328,15 @@ def _probe_settings(spec: str, wsgi: Any) -> SimpleNamespace:
     code = (
         "import json, sys\n"
         "from socketify.server.app_worker import WsgiOptions, probe_app\n"
-        "probe_app(sys.argv[1], WsgiOptions(**json.loads(sys.argv[2])))"
+        "probe_app(sys.argv[1], WsgiOptions(**json.loads(sys.argv[2])), sys.argv[3] == '1')"
     )
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])),
     }
+    arguments = [spec, json.dumps(dataclasses.asdict(wsgi)), "1" if factory else "0"]
     result = subprocess.run(
-        [sys.executable, "-c", code, spec, json.dumps(dataclasses.asdict(wsgi))],
+        [sys.executable, "-W", "ignore", "-c", code, *arguments],
         stdout=subprocess.PIPE,
         env=env,
         check=False,
@@ -347,7 +355,7 @@ def _check_importable(spec: str) -> None:
     """Fail fast, in one line, on an APP whose module does not exist (without importing it)."""
     module = spec.partition(":")[0]
     if not module:
-        raise ModuleNotFoundError(f"invalid app {spec!r}: expected module:attribute")
+        raise ModuleNotFoundError(f"invalid app {spec!r}: expected module or module:name")
     if "" not in sys.path:
         sys.path.insert(0, "")
     if importlib.util.find_spec(module) is None:

@@ -6,10 +6,12 @@ serving modules are imported inside the function, in the worker, after monkey-pa
 
 from __future__ import annotations
 
-import importlib
-import sys
+import gc
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from socketify.server.app_target import AppLoadError, AppTarget, find_app, import_module
 
 if TYPE_CHECKING:
     from socketify.core.application import Application
@@ -21,10 +23,6 @@ if TYPE_CHECKING:
     from socketify.tcp.bundle import Bundle
     from socketify.tcp.service import Service
     from workers.supervise.context import WorkerContext
-
-
-class AppLoadError(Exception):
-    """The APP argument names neither a Server, a WSGI application nor a TCP service."""
 
 
 class _AppImport:
@@ -54,13 +52,15 @@ class WsgiOptions:
     trust_proxy: bool = False
 
 
-def load_app(spec: str, wsgi: WsgiOptions | None = None) -> Application | Service | Bundle:
-    """Import `module:attribute` (attribute defaults to `server`): a Server, a tcp.Service,
-    or a tcp.Bundle of both.
+def load_app(
+    spec: str, wsgi: WsgiOptions | None = None, factory: bool = False
+) -> Application | Service | Bundle:
+    """Import the app `spec` names (see `app_target`): a Server, a tcp.Service, or a
+    tcp.Bundle of both.
 
     A WSGI application (detected by its `(environ, start_response)` signature, or any
     callable with `--wsgi`) is served at "/" by a Server of its own; a callable taking no
-    arguments is a factory of any of them.
+    arguments is a factory of any of them, as is the target with `factory` (`--factory`).
     """
     from socketify.core.application import Application
     from socketify.tcp.bundle import Bundle
@@ -69,29 +69,18 @@ def load_app(spec: str, wsgi: WsgiOptions | None = None) -> Application | Servic
 
     wsgi = wsgi or WsgiOptions()
     served = (Application, Service, Bundle)
-
-    module_name, _, attribute = spec.partition(":")
-    attribute = attribute or "server"
-    if not module_name:
-        raise AppLoadError(f"invalid app {spec!r}: expected module:attribute")
-    if "" not in sys.path and "." not in sys.path:
-        sys.path.insert(0, "")  # like `python -m`: the working directory is importable
+    target = AppTarget.parse(spec)
     _app_import.active = True
     try:
-        module = importlib.import_module(module_name)
+        module = import_module(target.module)
     finally:
         _app_import.active = False
-    app: Any = module
-    for part in attribute.split("."):
-        try:
-            app = getattr(app, part)
-        except AttributeError:
-            raise AppLoadError(f"module {module_name!r} has no attribute {attribute!r}") from None
+    app: Any = find_app(module, target, factory)
     if isinstance(app, served):
         return app
     if looks_like_wsgi(app) or (wsgi.forced and callable(app)):
         return _wsgi_server(app, wsgi)
-    if callable(app):
+    if callable(app) and target.args is None and not factory:
         app = app()  # an app factory
     if isinstance(app, served):
         return app
@@ -107,7 +96,9 @@ def _wsgi_server(app: Any, wsgi: WsgiOptions) -> Application:
     """A server whose every route is the WSGI `app`; it compresses nothing, as gunicorn."""
     from socketify.core.application import Application
     from socketify.wsgi import WsgiHandler
+    from socketify.wsgi.django_logs import print_django_records_once
 
+    print_django_records_once()
     server = Application(trust_proxy=wsgi.trust_proxy, compression=False)
     server.any("/*wsgi_path", WsgiHandler(app, "", wsgi.root_path))
     return server
@@ -130,7 +121,7 @@ _PROBED = (
 )
 
 
-def probe_app(spec: str, wsgi: WsgiOptions | None = None) -> None:
+def probe_app(spec: str, wsgi: WsgiOptions | None = None, factory: bool = False) -> None:
     """Entry point run in a throwaway interpreter: print the app's master-side settings.
 
     The master must not import the app itself (forked workers would inherit the module and
@@ -147,7 +138,7 @@ def probe_app(spec: str, wsgi: WsgiOptions | None = None) -> None:
 
     module = spec.partition(":")[0]
     try:
-        app = load_app(spec, wsgi)
+        app = load_app(spec, wsgi, factory)
         if app.settings.tls is not None:
             app.settings.tls.build_context()
         ProxyIntake.build(app.settings.proxy_protocol, app.settings.proxy_allow)
@@ -244,6 +235,7 @@ class ServeApp:
     says which binds serve plain HTTP beside it (`--bind http://...`, see server.schemes);
     `access_log_format` ("dev", "common" or "json") logs every request from the command line;
     `http2=False` turns HTTP/2 off (`--no-http2`); `wsgi` says how a WSGI app is served;
+    `factory=True` calls the target to make the app (`--factory`);
     `proxy_protocol=True` makes every bind expect a PROXY protocol header
     (`--proxy-protocol`), from the networks in `proxy_allow` (`--proxy-allow`, else the app's
     own `proxy_allow`).
@@ -260,9 +252,11 @@ class ServeApp:
         proxy_protocol: bool = False,
         proxy_allow: tuple[str, ...] | None = None,
         wsgi: WsgiOptions | None = None,
+        factory: bool = False,
     ) -> None:
         self.app = app
         self.wsgi = wsgi
+        self.factory = factory
         self.tls = tls
         self.plan = plan
         self.access_log_format = access_log_format
@@ -292,9 +286,21 @@ class ServeApp:
         from socketify.tcp.service import Service
 
         make_cooperative()  # before the app imports its drivers
-        app = load_app(self.app, self.wsgi) if isinstance(self.app, str) else self.app
-        if ctx.worker_id == 0:
+        first = ctx.worker_id == 0
+        with warnings.catch_warnings():
+            if not first:
+                # Every worker imports the same code: worker 0 shows what it warns about.
+                warnings.simplefilter("ignore")
+            app = (
+                load_app(self.app, self.wsgi, self.factory)
+                if isinstance(self.app, str)
+                else self.app
+            )
+        if first:
             warn_blocking()  # once per start, not once per worker
+        # What the app's import made lives as long as the worker: out of the collector's
+        # sight, a full collection scans only what requests made, not every module's objects.
+        gc.freeze()
         if self.access_log_format and not isinstance(app, Service):
             add_access_log(app.http if isinstance(app, Bundle) else app, self.access_log_format)
         tls = self.tls or app.settings.tls
