@@ -93,14 +93,20 @@ def load_app(
 
 
 def _wsgi_server(app: Any, wsgi: WsgiOptions) -> Application:
-    """A server whose every route is the WSGI `app`; it compresses nothing, as gunicorn."""
+    """A server that is the WSGI `app`; it compresses nothing, as gunicorn.
+
+    The app answers every request from a global middleware hook, ahead of a routing that
+    has nothing to route: a request costs no route lookup.
+    """
     from socketify.core.application import Application
+    from socketify.core.chain import hooked
     from socketify.wsgi import WsgiHandler
     from socketify.wsgi.django_logs import print_django_records_once
 
     print_django_records_once()
     server = Application(trust_proxy=wsgi.trust_proxy, compression=False)
-    server.any("/*wsgi_path", WsgiHandler(app, "", wsgi.root_path))
+    handler = WsgiHandler(app, "", wsgi.root_path)
+    server.use(hooked(before=handler.answer_all, name="wsgi"))
     return server
 
 
