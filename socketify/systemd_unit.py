@@ -38,7 +38,7 @@ USAGE = """\
 usage: socketify systemd-unit APP [--name NAME] [--user USER] [--group GROUP] [--workdir DIR]
                               [--venv DIR] [--bind ADDR]... [--workers N] [--socket]
                               [--graceful-timeout S] [--watchdog S] [--install DIR]
-                              [--wsgi] [--root-path PATH] [--trust-proxy]
+                              [--factory] [--wsgi] [--root-path PATH] [--trust-proxy]
 
   --name NAME              unit name (default: from the app's module, e.g. myapp-web)
   --user/--group           run as this user/group (default: a DynamicUser= made up by systemd)
@@ -50,8 +50,8 @@ usage: socketify systemd-unit APP [--name NAME] [--user USER] [--group GROUP] [-
   --graceful-timeout S     how long a stop lets requests finish (default 30)
   --watchdog S             WatchdogSec= (default 30; 0 = off)
   --install DIR            write the units into DIR (e.g. /etc/systemd/system) instead of stdout
-  --wsgi, --root-path PATH, --trust-proxy
-                           passed to `socketify run` for a WSGI app (Flask, Django...)
+  --factory, --wsgi, --root-path PATH, --trust-proxy
+                           passed to `socketify run` (an app factory, a WSGI app...)
 """
 
 DEFAULT_BIND = "127.0.0.1:8080"
@@ -104,7 +104,7 @@ def generate(
     if workers is not None:
         command += ["--workers", str(workers)]
     command += ["--graceful-timeout", f"{graceful_timeout:g}"]
-    command += run_options  # how a WSGI app is served: --wsgi, --root-path, --trust-proxy
+    command += run_options  # how the app is made and served: --factory, --wsgi, --root-path...
     if not socket:
         for spec in specs:
             command += ["--bind", spec]
@@ -318,6 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--socket", action="store_true")
     parser.add_argument("--graceful-timeout", type=float, default=30.0)
     parser.add_argument("--watchdog", type=float, default=30.0)
+    parser.add_argument("--factory", action="store_true")
     parser.add_argument("--wsgi", action="store_true")
     parser.add_argument("--root-path")
     parser.add_argument("--trust-proxy", action="store_true")
@@ -353,8 +354,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _wsgi_options(options: argparse.Namespace) -> list[str]:
-    """The `socketify run` options that say how a WSGI app is served."""
-    found = ["--wsgi"] if options.wsgi else []
+    """The `socketify run` options that say how the app is made and a WSGI app served."""
+    found = ["--factory"] if options.factory else []
+    if options.wsgi:
+        found.append("--wsgi")
     if options.root_path:
         found += ["--root-path", options.root_path]
     if options.trust_proxy:
