@@ -78,7 +78,7 @@ BENCH_SCHEMA = "bench_wsgi"  # the database scenario's own schema: other runs ke
 # Granian's --blocking-threads for its second run: the best of 2, 4, 8, 16 and 32 on the
 # database route (see docs/guide/wsgi.md). Its default for WSGI is half its backpressure:
 # 512 threads with one worker.
-GRANIAN_THREADS = 8
+GRANIAN_THREADS = 16
 PSYCOGREEN_CONFIG = Path(__file__).resolve().parent / "apps" / "gunicorn_psycogreen.py"
 
 

@@ -2,7 +2,8 @@
 TechEmpower's `world` table through a psycopg2 pool and answers it as JSON.
 
 Every contender imports it unchanged. The pool is psycopg2's own `ThreadedConnectionPool`,
-made on the first request (after any fork and monkey-patching), with a semaphore in front so
+made on the first request (after any fork and monkey-patching) with its connections in
+autocommit (a single SELECT needs no transaction), and a semaphore in front so
 a request waits for a free connection instead of failing: a thread waits under Granian, a
 greenlet under gevent. The database is $TFB_DATABASE_URL (load_tests/tfb/spec.py), the table
 made by `load_tests.tfb.schema.seed`; POOL_SIZE connections per worker.
@@ -41,7 +42,6 @@ class _Pool:
                 with con.cursor() as cursor:
                     cursor.execute(sql, args)
                     row = cursor.fetchone()
-                con.rollback()  # ends the read's transaction: the connection goes back idle
             finally:
                 pool.putconn(con)
         return row
@@ -50,9 +50,16 @@ class _Pool:
         with self.made:
             if self.pool is None:
                 url, schema = database_url()
+                # As many kept as made: psycopg2's pool closes what it gets back beyond
+                # `minconn`, which would mean a new connection for most requests.
                 self.pool = ThreadedConnectionPool(
-                    1, POOL_SIZE, url, options=f"-c search_path={schema}"
+                    POOL_SIZE, POOL_SIZE, url, options=f"-c search_path={schema}"
                 )
+                # One SELECT needs no transaction: no BEGIN and ROLLBACK round trips.
+                connections = [self.pool.getconn() for _ in range(POOL_SIZE)]
+                for con in connections:
+                    con.autocommit = True
+                    self.pool.putconn(con)
             return self.pool
 
 
