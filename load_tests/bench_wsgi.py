@@ -75,9 +75,9 @@ SCENARIOS = {
     )
 }  # fmt: skip
 BENCH_SCHEMA = "bench_wsgi"  # the database scenario's own schema: other runs keep theirs
-# Granian's --blocking-threads for its second run: the best of 2, 4, 8, 16 and 32 on the
-# database route (see docs/guide/wsgi.md). Its default for WSGI is half its backpressure:
-# 512 threads with one worker.
+# Granian's --blocking-threads for its second run: of 2, 4, 8, 16 and 32 (c=50, a loaded
+# machine), 16 was the best on the database route and near the best on Flask's /ping. Its
+# default for WSGI is half its backpressure: 512 threads with one worker.
 GRANIAN_THREADS = 16
 PSYCOGREEN_CONFIG = Path(__file__).resolve().parent / "apps" / "gunicorn_psycogreen.py"
 
