@@ -1,6 +1,7 @@
 """One worker, one request waiting a second in its database or Redis driver, and /ping on the
 same worker answering all along: every driver an app reaches waits cooperatively, whether it
-was imported in the worker or before the fork (`--preload`), unless the switch turns it off.
+was imported in the worker, before the fork (`--preload`) or before patching (`--workers 0`),
+unless the switch turns it off.
 """
 
 from __future__ import annotations
@@ -61,14 +62,15 @@ def require_services() -> None:
         require_module(module, "pip install -e '.[test]'")
 
 
-@pytest.fixture(scope="module", params=["forked", "preloaded"])
+@pytest.fixture(scope="module", params=["forked", "preloaded", "in-process"])
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:
     require_services()
     args = ["--preload"] if request.param == "preloaded" else []
+    workers = 0 if request.param == "in-process" else 1  # 0: the app imported, then patched
     with Launcher(tmp_path_factory.mktemp("drivers")) as launch:
-        yield launch(APP, workers=1, args=args)
+        yield launch(APP, workers=workers, args=args)
 
 
 @pytest.mark.parametrize("route", sorted(ROUTES))
