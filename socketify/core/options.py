@@ -22,6 +22,7 @@ _POSITIVE_SIZES = (
     "max_header_size",
     "max_target_size",
     "max_body_size",
+    "max_json_size",
     "max_connections",
     "backlog",
     "http2_max_concurrent_streams",
@@ -50,8 +51,15 @@ class ServerOptions:
     max_header_size: int = 16384
     max_target_size: int = 8192
     max_body_size: int = 16 * 1024 * 1024
+    # What `req.json()` parses at most: parsed JSON takes 15-40 times the memory of its
+    # text, so a body max_body_size allows could cost a worker hundreds of MiB.
+    max_json_size: int = 1024 * 1024
     max_connections: int = 10_000
     compression: Any = True  # bool or a CompressionOptions
+    # Request heads end their lines with CRLF; a bare LF is refused (400) because a proxy in
+    # front that reads only CRLF as a line end would see other headers than we do. True
+    # accepts bare LF in the head, for old clients that reach the server directly.
+    allow_bare_lf: bool = False
     trust_proxy: bool = False
     debug: bool = False
     tls: Any = None  # None or a TlsOptions
@@ -77,6 +85,10 @@ class ServerOptions:
     proxy_protocol: Any = False
     proxy_allow: Any = ("127.0.0.0/8", "::1")
     templates: Any = None  # None or the folder `res.render` reads Jinja2 templates from
+    # Metrics and health (`socketify.metrics`): the master's private listener, e.g.
+    # "127.0.0.1:9100" (None: off), and the request duration histogram's bucket bounds.
+    metrics_bind: str | None = None
+    metrics_buckets: Any = None  # None (the defaults) or increasing seconds
 
     def __post_init__(self) -> None:
         for name in _POSITIVE_SECONDS + _POSITIVE_SIZES:
@@ -91,6 +103,13 @@ class ServerOptions:
         if isinstance(frame_size, bool) or frame_size not in _FRAME_SIZES:
             raise ValueError(f"http2_max_frame_size must be 16384 to 16777215, not {frame_size!r}")
         self._check_proxy()
+        if self.metrics_bind is not None and not isinstance(self.metrics_bind, str):
+            raise ValueError(f"metrics_bind must be a HOST:PORT string, got {self.metrics_bind!r}")
+        if self.metrics_buckets is not None:
+            buckets = tuple(self.metrics_buckets)
+            if not buckets or list(buckets) != sorted(set(buckets)):
+                raise ValueError(f"metrics_buckets must increase, got {self.metrics_buckets!r}")
+            object.__setattr__(self, "metrics_buckets", buckets)
         for name in ("max_requests", "max_requests_jitter"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
@@ -129,5 +148,5 @@ def checked_proxy_options(protocol: Any, allow: Any) -> tuple[Any, tuple[str, ..
 
 @cache
 def http2_available() -> bool:
-    """Whether this installation can serve HTTP/2: the `h2` package (the `http2` extra)."""
+    """Whether this installation can serve HTTP/2: the `h2` package, a dependency."""
     return importlib.util.find_spec("h2") is not None

@@ -6,7 +6,9 @@ serving modules are imported inside the function, in the worker, after monkey-pa
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import sys
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,6 +18,7 @@ from socketify.server.app_target import AppLoadError, AppTarget, find_app, impor
 if TYPE_CHECKING:
     from socketify.core.application import Application
     from socketify.core.tls_options import TlsOptions
+    from socketify.metrics.worker import WorkerMetrics
     from socketify.server.proxy_intake import ProxyIntake
     from socketify.server.schemes import BindPlan
     from socketify.server.service import HttpService
@@ -124,6 +127,8 @@ _PROBED = (
     "max_requests_jitter",
     "backlog",
     "http2",
+    "metrics_bind",
+    "metrics_buckets",
 )
 
 
@@ -144,7 +149,10 @@ def probe_app(spec: str, wsgi: WsgiOptions | None = None, factory: bool = False)
 
     module = spec.partition(":")[0]
     try:
-        app = load_app(spec, wsgi, factory)
+        # stdout carries the answer: what the module prints while it loads (a banner, a
+        # line after a module-level `app.run()`) goes to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            app = load_app(spec, wsgi, factory)
         if app.settings.tls is not None:
             app.settings.tls.build_context()
         ProxyIntake.build(app.settings.proxy_protocol, app.settings.proxy_allow)
@@ -244,7 +252,7 @@ class ServeApp:
     `factory=True` calls the target to make the app (`--factory`);
     `proxy_protocol=True` makes every bind expect a PROXY protocol header
     (`--proxy-protocol`), from the networks in `proxy_allow` (`--proxy-allow`, else the app's
-    own `proxy_allow`).
+    own `proxy_allow`); `metrics` makes each worker record into the master's tally.
     """
 
     def __init__(
@@ -259,8 +267,10 @@ class ServeApp:
         proxy_allow: tuple[str, ...] | None = None,
         wsgi: WsgiOptions | None = None,
         factory: bool = False,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self.app = app
+        self.metrics = metrics
         self.wsgi = wsgi
         self.factory = factory
         self.tls = tls
@@ -288,8 +298,10 @@ class ServeApp:
         import gevent
 
         from socketify.drivers import make_cooperative, warn_blocking
+        from socketify.server.metrics_sampler import sample_forever
         from socketify.tcp.bundle import Bundle
         from socketify.tcp.service import Service
+        from socketify.tracing.setup import start as start_tracing
 
         make_cooperative()  # before the app imports its drivers
         first = ctx.worker_id == 0
@@ -309,6 +321,8 @@ class ServeApp:
         gc.freeze()
         if self.access_log_format and not isinstance(app, Service):
             add_access_log(app.http if isinstance(app, Bundle) else app, self.access_log_format)
+        recorder = self.metrics.start(app, ctx.record) if self.metrics is not None else None
+        tracer_provider = None if isinstance(app, Service) else start_tracing(app)
         tls = self.tls or app.settings.tls
         services = services_for_target(
             app,
@@ -322,6 +336,8 @@ class ServeApp:
         for service in services:
             service.start()
             ctx.on_stop(service.stop_accepting)
+        if recorder is not None:
+            gevent.spawn(sample_forever, services, recorder)
         ctx.ready()
         ctx.wait_stop()
         # Side by side, so an HTTP and an HTTPS service share one graceful_timeout.
@@ -331,3 +347,5 @@ class ServeApp:
                 for service in services
             ]
         )
+        if tracer_provider is not None:
+            tracer_provider.shutdown()  # exports the spans still batched

@@ -80,10 +80,12 @@ def test_the_factory_flag_calls_the_named_attribute(serve: Launcher, code: Path)
 def test_a_module_without_an_app_says_what_it_tried_and_what_it_has(code: Path) -> None:
     result = run_cli("run", "flaskr", "--workers", "1", env={"PYTHONPATH": str(code)})
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1] == (
+    error, hint = result.stderr.strip().splitlines()[-2:]
+    assert error == (
         "error: cannot load app 'flaskr': module 'flaskr' has none of app, application, server"
         " (it has: create_app, make); name one: flaskr:NAME"
     )
+    assert hint.startswith("hint: APP is module, module:attribute or module:factory(args)")
     assert "Traceback" not in result.stderr
 
 
