@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["WsgiApp", "WsgiHandler", "looks_like_wsgi"]
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+WHOLE_APP_ROUTE = "/*wsgi_path"  # the pattern a mount at "/" would have
 
 
 class WsgiHandler:
@@ -38,13 +39,14 @@ class WsgiHandler:
         self.environ = EnvironBuilder(mount_path, root_path)
 
     def __call__(self, req: Request, res: Response) -> None:
-        self.answer_all(req, res)
+        answer = Answer(res)
+        answer.respond(self.app(self.environ.build(req), answer.start_response))
 
     def answer_all(self, req: Request, res: Response) -> bool:
         """Answer `req`; False ends the chain, as the `before` hook of a server that is only
         this app (see `socketify.core.chain.hooked`)."""
-        answer = Answer(res)
-        answer.respond(self.app(self.environ.build(req), answer.start_response))
+        req.route = WHOLE_APP_ROUTE  # what metrics and traces name these requests by
+        self(req, res)
         return False
 
     def __repr__(self) -> str:
