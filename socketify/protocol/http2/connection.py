@@ -56,7 +56,7 @@ from socketify.protocol.http2.events import (
 )
 from socketify.protocol.http2.frame_headers import PREFACE, FrameRefused, FrameScanner
 from socketify.protocol.http2.hpack_decoder import ServerDecoder
-from socketify.protocol.http2.limits import Http2Limits, RateCounter
+from socketify.protocol.http2.limits import FrameBudgets, Http2Limits
 from socketify.protocol.http2.messages import (
     BadRequest,
     request_head,
@@ -88,16 +88,14 @@ class Http2ServerConnection:
 
     __slots__ = (
         "_active",
+        "_budgets",
         "_h2",
         "_last_stream_id",
         "_out",
         "_peer_goaway",
-        "_pings",
         "_receiving",
         "_rejected",
-        "_resets",
         "_scanner",
-        "_settings",
         "_trailers",
         "_unread",
         "closed",
@@ -139,10 +137,8 @@ class Http2ServerConnection:
         conn.max_inbound_frame_size = limits.max_frame_size
         conn.decoder.max_header_list_size = limits.max_header_list_size
         conn.increment_flow_control_window(_CONNECTION_WINDOW - 65535)
-        self._scanner = FrameScanner(limits.max_frame_size, limits.max_header_block)
-        self._resets = RateCounter(limits.max_resets_per_second)
-        self._pings = RateCounter(limits.max_pings_per_second)
-        self._settings = RateCounter(limits.max_settings_per_second)
+        self._budgets = FrameBudgets(limits)
+        self._scanner = FrameScanner(limits.max_frame_size, limits.max_header_block, self._budgets)
         self._active: set[int] = set()  # streams the owner serves (see "Concurrency")
         self._receiving: set[int] = set()  # streams whose client side is still open
         self._trailers: dict[int, tuple[tuple[str, str], ...]] = {}
@@ -182,18 +178,10 @@ class Http2ServerConnection:
             elif isinstance(event, h2.events.WindowUpdated):
                 events.append(WindowOpened(event.stream_id or 0))
             elif isinstance(event, h2.events.StreamReset):
-                if not self._stream_reset(event, events):
-                    break
+                self._stream_reset(event, events)
             elif isinstance(event, h2.events.TrailersReceived):
                 self._trailers_received(event, events)
-            elif isinstance(event, h2.events.PingReceived):
-                if not self._pings.hit():
-                    events.append(self._fail(ENHANCE_YOUR_CALM, "PING flood"))
-                    break
             elif isinstance(event, h2.events.RemoteSettingsChanged):
-                if not self._settings.hit():
-                    events.append(self._fail(ENHANCE_YOUR_CALM, "SETTINGS flood"))
-                    break
                 if _Settings.INITIAL_WINDOW_SIZE in event.changed_settings:
                     events.append(WindowOpened(0))
             elif isinstance(event, h2.events.ConnectionTerminated):
@@ -280,18 +268,14 @@ class Http2ServerConnection:
             self._rejected.add(sid)
             events.append(StreamReset(sid, PROTOCOL_ERROR, by_peer=False))
 
-    def _stream_reset(self, event: h2.events.StreamReset, events: list[Event]) -> bool:
+    def _stream_reset(self, event: h2.events.StreamReset, events: list[Event]) -> None:
         sid = event.stream_id
         assert sid is not None
         self._receiving.discard(sid)
         self._trailers.pop(sid, None)
         self._unread.pop(sid, None)
-        if event.remote_reset and not self._resets.hit():
-            events.append(self._fail(ENHANCE_YOUR_CALM, "too many streams reset"))
-            return False
         if sid in self._active:
             events.append(StreamReset(sid, int(event.error_code or 0), event.remote_reset))
-        return True
 
     def _fail(self, code: int, detail: str) -> ConnectionTerminated:
         """End the connection for a client that broke a limit; the GOAWAY goes out next."""
@@ -336,6 +320,8 @@ class Http2ServerConnection:
             if allowed or end_stream:
                 piece = data if allowed == size else data[:allowed]
                 self._send(send, stream_id, piece, end_stream=end_stream)
+                if allowed:
+                    self._budgets.earn(1)  # the client may acknowledge it (see limits.py)
             return allowed
         view = memoryview(data)
         sent = 0
@@ -344,6 +330,7 @@ class Http2ServerConnection:
             last = end_stream and sent + n == size
             self._send(send, stream_id, view[sent : sent + n], end_stream=last)
             sent += n
+        self._budgets.earn(-(-allowed // step))
         return sent
 
     def send_trailers(self, stream_id: int, fields: Iterable[tuple[str, str]]) -> None:

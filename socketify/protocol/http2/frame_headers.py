@@ -9,6 +9,9 @@ gets the bytes; payloads are skipped, never copied. It refuses at once:
 - a frame longer than our SETTINGS_MAX_FRAME_SIZE (FRAME_SIZE_ERROR), as soon as its header
   says so: h2 would first buffer up to 16 MiB of payload;
 - a SETTINGS acknowledgement that carries a payload (FRAME_SIZE_ERROR, RFC 9113 §6.5);
+- a frame of a kind that costs work but carries no request (RST_STREAM, SETTINGS, PING,
+  PRIORITY, WINDOW_UPDATE, empty DATA, unknown types) past its kind's per-second budget
+  (ENHANCE_YOUR_CALM, see `limits.py`), before h2 parses a flood of them;
 - a header block (HEADERS or PUSH_PROMISE and its CONTINUATIONs) past a bound in bytes
   (ENHANCE_YOUR_CALM). h2 bounds a block by its number of frames (64), not by bytes: at the
   largest frame size a client could park about a megabyte per connection that no
@@ -31,7 +34,11 @@ held back until it is whole.
 
 from __future__ import annotations
 
+import time
+
 from h2.errors import ErrorCodes
+
+from socketify.protocol.http2.limits import FrameBudgets
 
 __all__ = ["FrameRefused", "FrameScanner"]
 
@@ -67,14 +74,18 @@ class FrameScanner:
         "_skip",
         "block",
         "block_limit",
+        "budgets",
         "frame_limit",
         "peer_goaway",
         "unended_trailers",
     )
 
-    def __init__(self, frame_limit: int, block_limit: int) -> None:
+    def __init__(
+        self, frame_limit: int, block_limit: int, budgets: FrameBudgets | None = None
+    ) -> None:
         self.frame_limit = frame_limit  # our SETTINGS_MAX_FRAME_SIZE
         self.block_limit = block_limit
+        self.budgets = budgets  # per-second budgets of frames that carry nothing
         self.block = 0  # bytes of the header block still open (0: none)
         self.peer_goaway = False  # the client sent GOAWAY
         self._preface = len(PREFACE)  # preface bytes still to come
@@ -100,11 +111,17 @@ class FrameScanner:
             size = len(data)
             self._head = b""
         hidden: bytearray | None = None  # a copy, made only to change a frame header
+        budgets = self.budgets
+        now = time.monotonic()
         while offset + 9 <= size:
             length = int.from_bytes(data[offset : offset + 3], "big")
             kind, flags = data[offset + 3], data[offset + 4]
             if length > self.frame_limit:
                 raise FrameRefused(_FRAME_SIZE_ERROR, f"a frame of {length} bytes")
+            if budgets is not None:
+                flood = budgets.charge(kind, length, flags, now)
+                if flood is not None:
+                    raise FrameRefused(_ENHANCE_YOUR_CALM, flood)
             if self._first:
                 if kind != _SETTINGS:
                     raise FrameRefused(_PROTOCOL_ERROR, "the preface is not followed by SETTINGS")
