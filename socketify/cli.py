@@ -47,8 +47,8 @@ run options:
   --keyfile FILE           ... and this private key (PEM)
   --ca-file FILE           require client certificates signed by these CAs (mTLS)
   --redirect-http          http:// binds answer 308 to the same URL on the HTTPS port
-  --no-http2               serve HTTP/1.1 only (default: HTTP/2 too when h2 is installed:
-                           h2 by ALPN over TLS, h2c with prior knowledge on plain binds)
+  --no-http2               serve HTTP/1.1 only (default: HTTP/2 too: h2 by ALPN over
+                           TLS, h2c with prior knowledge on plain binds)
   --proxy-protocol         every bind expects a PROXY protocol header (v1 or v2, from
                            HAProxy or a TCP load balancer) naming the client's address
   --proxy-allow NETS       comma-separated networks allowed to send it (default: the app's
@@ -73,7 +73,6 @@ OPTIONAL_FEATURES = (
     ("Redis", "redis"),
     ("Mongo", "pymongo"),
     ("Templates", "jinja2"),
-    ("HTTP/2", "h2"),
 )
 
 
@@ -181,10 +180,7 @@ def _parse_run(args: list[str]) -> argparse.Namespace:
 
 
 def info() -> str:
-    """`--info`: the version and which optional features are importable.
-
-    HTTP/2 is served whenever h2 imports, so its line says whether it does.
-    """
+    """`--info`: the version and which optional features are importable."""
     lines = [f"Socketify {__version__}"]
     for label, module in OPTIONAL_FEATURES:
         found = importlib.util.find_spec(module) is not None
@@ -445,10 +441,7 @@ def _run_in_process(
 def _where(addresses: list[Any], tls: bool, plan: Any, http2: bool = False) -> str:
     """The bound addresses as URLs, each with its own scheme (see server.schemes) and the
     protocols it speaks: `https://127.0.0.1:8443 (h2, http/1.1)`."""
-    from socketify.core.options import http2_available
     from workers.supervise.sockets import format_address
-
-    http2 = http2 and http2_available()
 
     def scheme(address: Any) -> str:
         return "https" if tls and not (plan is not None and plan.is_plain(address)) else "http"

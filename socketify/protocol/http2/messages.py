@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from socketify.protocol.http2.hpack_decoder import CONTENT_LENGTH
 from socketify.protocol.http11.events import RequestHead
 from socketify.protocol.http11.serializer import SERVER_NAME, DateLines, HeaderField
 from socketify.protocol.http11.status import NO_BODY_STATUSES
@@ -74,7 +73,7 @@ def request_head(fields: Iterable[tuple[bytes, bytes]]) -> RequestHead:
                 raise BadRequest(f"unknown or repeated pseudo-header {name}")
             continue
         regular = True
-        if raw_name == CONTENT_LENGTH:
+        if raw_name == b"content-length":
             length = _content_length(value)
             if content_length is not None and length != content_length:
                 raise BadRequest("conflicting content-length fields")
@@ -129,8 +128,6 @@ def trailer_fields(fields: Iterable[tuple[bytes, bytes]]) -> tuple[tuple[str, st
     """
     trailers = []
     for raw_name, raw_value in fields:
-        if raw_name == CONTENT_LENGTH:
-            raw_name = b"content-length"
         if _bad_name(raw_name) or not raw_name or _bad_value(raw_value):
             raise BadRequest(f"invalid trailer field {raw_name!r}")
         name = raw_name.decode("latin-1")
