@@ -65,7 +65,12 @@ from socketify.protocol.http2.frames import (
     unpad,
     word,
 )
-from socketify.protocol.http2.hpack_decoder import CompressionError, Decoder, HeaderListTooLarge
+from socketify.protocol.http2.hpack_decoder import (
+    CompressionError,
+    Decoder,
+    HeaderList,
+    HeaderListTooLarge,
+)
 from socketify.protocol.http2.hpack_encoder import Encoder
 from socketify.protocol.http2.limits import Http2Limits, RateCounter
 from socketify.protocol.http2.messages import (
@@ -301,7 +306,7 @@ class Http2ServerConnection:
                 ENHANCE_YOUR_CALM, f"header block over {self.limits.max_header_block} bytes"
             )
 
-    def _decode(self, block: bytes) -> list[tuple[bytes, bytes]]:
+    def _decode(self, block: bytes) -> HeaderList:
         try:
             return self._decoder.decode(block)
         except CompressionError as exc:
@@ -333,9 +338,7 @@ class Http2ServerConnection:
                 return
             self._remote_end(sid, stream, events)
 
-    def _request(
-        self, sid: int, fields: list[tuple[bytes, bytes]], ended: bool, events: list[Event]
-    ) -> None:
+    def _request(self, sid: int, fields: HeaderList, ended: bool, events: list[Event]) -> None:
         last = self._last_stream_id
         if (last is not None and sid > last) or (
             len(self._active) >= self.limits.max_concurrent_streams
@@ -580,9 +583,12 @@ class Http2ServerConnection:
         """Queue as much of `data` as flow control allows now; returns how much that was.
 
         END_STREAM goes with the last byte, and only once all of `data` was taken. The frames
-        carry slices of `data` itself, which must stay unchanged until `data_to_send()`.
+        carry slices of `data` itself when it is immutable (`bytes`, or a view of them); a
+        buffer its owner may change before the frames are written is copied.
         """
         stream = self._open_for_sending(stream_id)
+        if type(data) is not bytes and not isinstance(memoryview(data).obj, bytes):
+            data = bytes(data)
         size = len(data)
         allowed = min(size, stream.send_window, self._send_window) if size else 0
         if allowed < size:
@@ -678,14 +684,19 @@ class Http2ServerConnection:
 
     def data_to_send(self) -> bytes:
         """The bytes to write now (and forget)."""
+        return b"".join(self.buffers_to_send())
+
+    def buffers_to_send(self) -> list[bytes | memoryview]:
+        """What `data_to_send` would join, as the frames and body slices it is made of.
+
+        For a vectored write (`socket.sendmsg`): a body goes from the caller's buffer to the
+        kernel without being copied into one string first.
+        """
         out = self._out
         if self._credit:
             self._grant(out)
-        if not out:
-            return b""
-        data = b"".join(out)
-        out.clear()
-        return data
+        self._out = []
+        return out
 
     def _grant(self, out: list[bytes | memoryview]) -> None:
         """One WINDOW_UPDATE per stream, and one for the connection, for what was consumed."""

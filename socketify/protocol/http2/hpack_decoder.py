@@ -9,6 +9,13 @@ Anything the decoder cannot make sense of leaves the connection's table in an un
 `CompressionError`, a connection error of type COMPRESSION_ERROR. A list whose size (each
 field's name and value plus 32, as SETTINGS_MAX_HEADER_LIST_SIZE counts) passes the bound is
 `HeaderListTooLarge`; the decoder stops collecting it at once, before it grows any further.
+
+Requests repeat: a client sends the same block for the same request once the fields it
+indexes are in the table (a literal it does not index, as most do with `:path`, repeats
+too). A block that changed nothing in the table decodes the same for as long as the table
+stays as it is, so `decode` keeps such blocks by their bytes, stamped with the table's
+generation (which every change to the table moves on), and answers a repeat with the list
+it decoded before.
 """
 
 from __future__ import annotations
@@ -19,11 +26,14 @@ from socketify.protocol.http2.hpack_static import STATIC_TABLE
 from socketify.protocol.http2.huffman import HuffmanError
 from socketify.protocol.http2.huffman import decode as huffman_decode
 
-__all__ = ["CompressionError", "Decoder", "HeaderListTooLarge", "entry_size"]
+__all__ = ["CompressionError", "Decoder", "HeaderList", "HeaderListTooLarge", "entry_size"]
 
 _STATIC = (None, *STATIC_TABLE)  # indexed from 1
 _STATIC_COUNT = len(STATIC_TABLE)
 _MAX_INTEGER_BYTES = 5  # continuation bytes of an integer: enough for any 32-bit value
+_CACHED_BLOCKS = 64  # distinct repeating requests one connection remembers
+
+HeaderList = tuple[tuple[bytes, bytes], ...]
 
 
 class CompressionError(Exception):
@@ -42,7 +52,15 @@ def entry_size(name: bytes, value: bytes) -> int:
 class Decoder:
     """The decoding side of one connection's HPACK context."""
 
-    __slots__ = ("_entries", "_size", "max_header_list_size", "max_table_size", "table_size")
+    __slots__ = (
+        "_blocks",
+        "_entries",
+        "_generation",
+        "_size",
+        "max_header_list_size",
+        "max_table_size",
+        "table_size",
+    )
 
     def __init__(self, max_table_size: int = 4096, max_header_list_size: int = 1 << 16) -> None:
         self.max_table_size = max_table_size  # what we advertised (SETTINGS_HEADER_TABLE_SIZE)
@@ -50,10 +68,24 @@ class Decoder:
         self.max_header_list_size = max_header_list_size
         self._entries: deque[tuple[bytes, bytes]] = deque()  # newest first
         self._size = 0
+        self._generation = 0  # moves on with every change to the table
+        self._blocks: dict[bytes, tuple[int, HeaderList]] = {}
 
-    def decode(self, block: bytes | memoryview) -> list[tuple[bytes, bytes]]:
+    def decode(self, block: bytes | memoryview) -> HeaderList:
         """The header list of one complete header block."""
         data = bytes(block)
+        cached = self._blocks.get(data)
+        if cached is not None and cached[0] == self._generation:
+            return cached[1]
+        generation = self._generation
+        fields = self._decode(data)
+        if self._generation == generation:
+            if len(self._blocks) >= _CACHED_BLOCKS:
+                self._blocks.clear()
+            self._blocks[data] = (generation, fields)
+        return fields
+
+    def _decode(self, data: bytes) -> HeaderList:
         end = len(data)
         pos = 0
         fields: list[tuple[bytes, bytes]] = []
@@ -75,6 +107,7 @@ class Decoder:
                     if size > self.max_table_size:
                         raise CompressionError(f"a table size update to {size} bytes")
                     self.table_size = size
+                    self._generation += 1
                     self._evict(size)
                     continue
                 else:
@@ -85,7 +118,7 @@ class Decoder:
                 fields.append((name, value))
         except (IndexError, HuffmanError) as exc:
             raise CompressionError(f"undecodable header block: {exc}") from None
-        return fields
+        return tuple(fields)
 
     def _field(self, index: int) -> tuple[bytes, bytes]:
         if index <= _STATIC_COUNT:
@@ -112,10 +145,12 @@ class Decoder:
             # An entry larger than the table empties it and is not added.
             self._entries.clear()
             self._size = 0
+            self._generation += 1
             return
         self._evict(self.table_size - size)
         self._entries.appendleft((name, value))
         self._size += size
+        self._generation += 1
 
     def _evict(self, bound: int) -> None:
         entries = self._entries
