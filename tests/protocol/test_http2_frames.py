@@ -1,4 +1,5 @@
-"""Our frame reading and writing against `hyperframe`: the same frames, both ways."""
+"""Our frame reading and writing against `hyperframe`: the same frames, both ways; and the
+framing layer, which must cut any sequence of bytes into the same frames."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from socketify.protocol.http2 import frames
+from socketify.protocol.http2.frame_reader import FrameReader
 from socketify.protocol.http2.frames import ErrorCode, FrameType, Http2Error
 
 stream_ids = st.integers(min_value=1, max_value=(1 << 31) - 1)
@@ -205,4 +207,75 @@ def test_payloads_that_break_their_frames_rules_are_refused(
 ) -> None:
     with pytest.raises(Http2Error) as refused:
         reader(payload)  # type: ignore[operator]
+    assert refused.value.code == code
+
+
+# -- the framing layer: bytes in any pieces, frames and whole header blocks out ----------------
+
+
+def settings_frame() -> bytes:
+    return SettingsFrame(0).serialize()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    blocks=st.lists(st.binary(min_size=1, max_size=3000), min_size=1, max_size=5),
+    bodies=st.lists(st.binary(max_size=2000), max_size=5),
+    cuts=st.lists(st.integers(min_value=1, max_value=500), max_size=40),
+)
+def test_frames_come_out_whole_however_the_bytes_are_cut(
+    blocks: list[bytes], bodies: list[bytes], cuts: list[int]
+) -> None:
+    raw = frames.PREFACE + settings_frame()
+    expected: list[tuple[int, int, int, bytes]] = [(FrameType.SETTINGS, 0, 0, b"")]
+    for number, block in enumerate(blocks):
+        stream_id = 2 * number + 1
+        # Each block split over a HEADERS and CONTINUATION frames of at most 1000 bytes.
+        raw += frames.headers(stream_id, block, end_stream=False, frame_size=1000)
+        expected.append((FrameType.HEADERS, frames.END_HEADERS, stream_id, block))
+        for body in bodies:
+            raw += DataFrame(stream_id, body).serialize()
+            expected.append((FrameType.DATA, 0, stream_id, body))
+    reader = FrameReader(frame_limit=16384, block_limit=1 << 20)
+    got: list[tuple[int, int, int, bytes]] = []
+    pos = 0
+    for cut in [*cuts, len(raw)]:
+        got += reader.frames(raw[pos : pos + cut])
+        pos += cut
+    got += reader.frames(raw[pos:])
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (b"GET / HTTP/1.1\r\n\r\n", ErrorCode.PROTOCOL_ERROR),
+        (frames.PREFACE + PingFrame(0).serialize(), ErrorCode.PROTOCOL_ERROR),
+        (frames.PREFACE + bytes((0, 0x50, 0, 4, 0, 0, 0, 0, 0)), ErrorCode.FRAME_SIZE_ERROR),
+        (
+            frames.PREFACE + SettingsFrame(0).serialize() + ContinuationFrame(1, b"x").serialize(),
+            ErrorCode.PROTOCOL_ERROR,
+        ),
+        (
+            frames.PREFACE
+            + SettingsFrame(0).serialize()
+            + HeadersFrame(1, b"x").serialize()
+            + PingFrame(0).serialize(),
+            ErrorCode.PROTOCOL_ERROR,
+        ),
+        (
+            frames.PREFACE
+            + SettingsFrame(0).serialize()
+            + HeadersFrame(1, b"x" * 10000).serialize()
+            + ContinuationFrame(1, b"x" * 10000).serialize()[:20],
+            ErrorCode.ENHANCE_YOUR_CALM,
+        ),
+    ],
+    ids=["not-the-preface", "first-frame-not-settings", "frame-over-the-limit",
+         "continuation-alone", "frame-inside-a-block", "block-over-the-limit"],
+)  # fmt: skip
+def test_framing_rules_are_enforced_before_the_frames_are_whole(raw: bytes, code: int) -> None:
+    reader = FrameReader(frame_limit=16384, block_limit=15000)
+    with pytest.raises(Http2Error) as refused:
+        list(reader.frames(raw))
     assert refused.value.code == code

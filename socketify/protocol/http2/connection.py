@@ -2,9 +2,9 @@
 
 Theory of operation. The owner feeds `receive_data` what the socket received and acts on the
 events it returns (`events.py`): a `RequestOpened` with a `RequestHead`, `BodyData`,
-`StreamEnded`, `StreamReset`, `WindowOpened`, `PeerGoingAway`, `ConnectionTerminated`. The
-frames are read straight from the received bytes, nine-byte header then payload, and handled
-one by one without an object per frame; a frame that is not whole yet waits in `_inbound`.
+`StreamEnded`, `StreamReset`, `WindowOpened`, `PeerGoingAway`, `ConnectionTerminated`.
+`frame_reader.py` cuts the received bytes into frames and whole header blocks (and keeps the
+framing rules); this class handles each as a plain tuple, without an object per frame.
 To answer, the owner calls `start_response`, `send_data` (which takes only what flow control
 allows and says how much), `send_trailers` or `reset`, then writes whatever `data_to_send()`
 returns. Nothing here blocks or raises into the owner for bad input: a client that breaks the
@@ -48,8 +48,8 @@ from socketify.protocol.http2.events import (
     StreamReset,
     WindowOpened,
 )
+from socketify.protocol.http2.frame_reader import FrameReader
 from socketify.protocol.http2.frames import (
-    END_HEADERS,
     END_STREAM,
     MAX_WINDOW,
     PREFACE,
@@ -58,9 +58,7 @@ from socketify.protocol.http2.frames import (
     Http2Error,
     Setting,
     goaway_fields,
-    headers_fragment,
     priority_fields,
-    read_header,
     settings_values,
     unpad,
     word,
@@ -106,7 +104,6 @@ _RST_STREAM, _SETTINGS, _PUSH_PROMISE = (
     FrameType.PUSH_PROMISE,
 )
 _PING, _GOAWAY, _WINDOW_UPDATE = FrameType.PING, FrameType.GOAWAY, FrameType.WINDOW_UPDATE
-_CONTINUATION = FrameType.CONTINUATION
 
 
 class StreamClosed(Exception):
@@ -132,22 +129,17 @@ class Http2ServerConnection:
 
     __slots__ = (
         "_active",
-        "_block",
-        "_block_ends_stream",
-        "_block_stream",
         "_credit",
         "_decoder",
         "_encoder",
-        "_first_frame",
         "_highest",
-        "_inbound",
         "_last_stream_id",
         "_out",
         "_peer_frame_size",
         "_peer_goaway",
         "_peer_window",
         "_pings",
-        "_preface_left",
+        "_reader",
         "_recv_window",
         "_rejected",
         "_reset_by_us",
@@ -173,12 +165,7 @@ class Http2ServerConnection:
         self._highest = 0  # the highest stream id the client opened
         self._last_stream_id: int | None = None  # set by goaway(): newer streams are refused
         self._peer_goaway = False
-        self._preface_left = len(PREFACE)
-        self._first_frame = True  # the next frame is the first after the preface
-        self._inbound = b""  # the start of a frame not whole yet
-        self._block: bytearray | None = None  # a header block awaiting CONTINUATION frames
-        self._block_stream = 0
-        self._block_ends_stream = False
+        self._reader = FrameReader(limits.max_frame_size, limits.max_header_block)
         self._send_window = _DEFAULT_WINDOW  # connection-level DATA we may send
         self._recv_window = _CONNECTION_WINDOW  # connection-level DATA the client may send
         self._peer_window = _DEFAULT_WINDOW  # the client's SETTINGS_INITIAL_WINDOW_SIZE
@@ -212,99 +199,30 @@ class Http2ServerConnection:
         return events
 
     def _receive(self, data: bytes, events: list[Event]) -> None:
-        if self._preface_left:
-            data = self._check_preface(data)
-        if self._inbound:
-            data = self._inbound + data
-        size = len(data)
-        pos = 0
-        frame_limit = self.limits.max_frame_size
-        while size - pos >= 9:
-            length, kind, flags, stream_id = read_header(data, pos)
-            if length > frame_limit:
-                raise Http2Error(FRAME_SIZE_ERROR, f"a frame of {length} bytes")
-            if self._first_frame:
-                if kind != _SETTINGS:
-                    raise Http2Error(PROTOCOL_ERROR, "the preface is not followed by SETTINGS")
-                self._first_frame = False
-            end = pos + 9 + length
-            if end > size:
-                if kind == _CONTINUATION and self._block is not None:
-                    self._check_block_size(len(self._block) + length)
-                break
-            payload = data[pos + 9 : end]
-            pos = end
-            self._frame(kind, flags, stream_id, payload, events)
+        for kind, flags, sid, payload in self._reader.frames(data):
+            if kind == _HEADERS:
+                self._header_block(sid, payload, bool(flags & END_STREAM), events)
+            elif kind == _DATA:
+                self._data(flags, sid, payload, events)
+            elif kind == _WINDOW_UPDATE:
+                self._window_update(sid, payload, events)
+            elif kind == _SETTINGS:
+                self._settings_frame(flags, sid, payload, events)
+            elif kind == _PING:
+                self._ping(flags, sid, payload)
+            elif kind == _RST_STREAM:
+                self._rst_stream(sid, payload, events)
+            elif kind == _PRIORITY:
+                self._priority(sid, payload)
+            elif kind == _GOAWAY:
+                self._goaway_frame(sid, payload, events)
+            elif kind == _PUSH_PROMISE:
+                raise Http2Error(PROTOCOL_ERROR, "PUSH_PROMISE from a client")
+            # Frames of other types are extensions we do not speak: skipped.
             if self.closed:
                 return
-        self._inbound = data[pos:] if pos < size else b""
-
-    def _check_preface(self, data: bytes) -> bytes:
-        done = len(PREFACE) - self._preface_left
-        expected = PREFACE[done : done + len(data)]
-        if data[: len(expected)] != expected:
-            raise Http2Error(PROTOCOL_ERROR, "not the HTTP/2 connection preface")
-        self._preface_left -= len(expected)
-        return data[len(expected) :]
-
-    def _frame(self, kind: int, flags: int, sid: int, payload: bytes, events: list[Event]) -> None:
-        if self._block is not None:
-            if kind != _CONTINUATION or sid != self._block_stream:
-                raise Http2Error(PROTOCOL_ERROR, "a frame inside a header block")
-            self._continuation(flags, payload, events)
-        elif kind == _HEADERS:
-            self._headers(flags, sid, payload, events)
-        elif kind == _DATA:
-            self._data(flags, sid, payload, events)
-        elif kind == _WINDOW_UPDATE:
-            self._window_update(sid, payload, events)
-        elif kind == _SETTINGS:
-            self._settings_frame(flags, sid, payload, events)
-        elif kind == _PING:
-            self._ping(flags, sid, payload)
-        elif kind == _RST_STREAM:
-            self._rst_stream(sid, payload, events)
-        elif kind == _PRIORITY:
-            self._priority(sid, payload)
-        elif kind == _GOAWAY:
-            self._goaway_frame(sid, payload, events)
-        elif kind == _CONTINUATION:
-            raise Http2Error(PROTOCOL_ERROR, "CONTINUATION outside a header block")
-        elif kind == _PUSH_PROMISE:
-            raise Http2Error(PROTOCOL_ERROR, "PUSH_PROMISE from a client")
-        # Frames of other types are extensions we do not speak: skipped.
 
     # -- header blocks ------------------------------------------------------------------------
-
-    def _headers(self, flags: int, sid: int, payload: bytes, events: list[Event]) -> None:
-        if not sid:
-            raise Http2Error(PROTOCOL_ERROR, "HEADERS on stream 0")
-        fragment, depends_on = headers_fragment(flags, payload)
-        if depends_on == sid:
-            self._priority_loop(sid)
-        self._check_block_size(len(fragment))
-        ends_stream = bool(flags & END_STREAM)
-        if flags & END_HEADERS:
-            self._header_block(sid, fragment, ends_stream, events)
-        else:
-            self._block = bytearray(fragment)
-            self._block_stream = sid
-            self._block_ends_stream = ends_stream
-
-    def _continuation(self, flags: int, payload: bytes, events: list[Event]) -> None:
-        block = self._block
-        assert block is not None
-        self._check_block_size(len(block) + len(payload))
-        block += payload
-        if flags & END_HEADERS:
-            self._block = None
-            self._header_block(self._block_stream, bytes(block), self._block_ends_stream, events)
-
-    def _check_block_size(self, size: int) -> None:
-        if size > self.limits.max_header_block:
-            raise Http2Error(
-                ENHANCE_YOUR_CALM, f"header block over {self.limits.max_header_block} bytes"
-            )
 
     def _decode(self, block: bytes) -> HeaderList:
         try:
@@ -501,10 +419,7 @@ class Http2ServerConnection:
         if not sid:
             raise Http2Error(PROTOCOL_ERROR, "PRIORITY on stream 0")
         if priority_fields(payload)[1] == sid:
-            self._priority_loop(sid)
-
-    def _priority_loop(self, sid: int) -> None:
-        raise Http2Error(PROTOCOL_ERROR, f"stream {sid} depends on itself")
+            raise Http2Error(PROTOCOL_ERROR, f"stream {sid} depends on itself")
 
     def _goaway_frame(self, sid: int, payload: bytes, events: list[Event]) -> None:
         if sid:
