@@ -13,6 +13,7 @@ from socketify.protocol.http11.grammar import TOKEN
 from socketify.protocol.http11.status import reason, status_line
 
 __all__ = [
+    "DATE_CLOCK",
     "LOWER_HEADER_NAMES",
     "SERVER_NAME",
     "DateLines",
@@ -68,6 +69,10 @@ class DateLines:
         self.date = http_date(now)
         self.lines = f"Date: {self.date}\r\nServer: {SERVER_NAME}\r\n"
         self.until = int(now) + 1
+
+
+# The one clock of the process: every protocol's answers read their Date from it.
+DATE_CLOCK = DateLines()
 
 
 # PERF: common names skip the token regex and the lower() call (callers may look them up
@@ -142,15 +147,12 @@ def serialize_head(status: int, headers: Iterable[tuple[str, str]]) -> bytes:
     Framing headers (Content-Length, Transfer-Encoding, Connection) are the caller's to
     include; every name and value is checked against response splitting.
     """
-    lines = [status_line(status), _DATE_LINES.get()]
+    lines = [status_line(status), DATE_CLOCK.get()]
     for name, value in headers:
         check_header_name(name)
         lines.append(f"{name}: {check_header_value(value)}\r\n")
     lines.append("\r\n")
     return "".join(lines).encode("latin-1")
-
-
-_DATE_LINES = DateLines()
 
 
 def error_response(status: int, detail: str = "") -> bytes:

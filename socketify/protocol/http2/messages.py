@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 
 from socketify.protocol.http11.events import RequestHead
-from socketify.protocol.http11.serializer import SERVER_NAME, DateLines, HeaderField
+from socketify.protocol.http11.serializer import DATE_CLOCK, SERVER_NAME, HeaderField
 from socketify.protocol.http11.status import NO_BODY_STATUSES
 from socketify.protocol.http11.trailers import is_forbidden_trailer
 
@@ -29,7 +29,6 @@ VERSION = "HTTP/2.0"
 HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"}
 )
-_DATE = DateLines()
 _SERVER = (b"server", SERVER_NAME.encode("latin-1"))
 # RFC 9113 §8.2.1: names hold no control, space, upper-case, colon or non-ASCII bytes (a
 # pseudo-header's leading colon is looked at first); values no NUL, CR or LF, and no
@@ -163,7 +162,7 @@ def response_headers(
             has_server = True
         out.append((lower.encode("latin-1"), value.encode("latin-1")))
     if not has_date:
-        out.append((b"date", _DATE.get_date().encode("latin-1")))
+        out.append((b"date", DATE_CLOCK.get_date().encode("latin-1")))
     if not has_server:
         out.append(_SERVER)
     if length is not None and status not in NO_BODY_STATUSES:
