@@ -93,6 +93,18 @@ def test_a_repeated_request_block_decodes_from_the_cache_until_the_table_changes
     assert decoder.decode(repeat) != decoder.decode(first)
 
 
+def test_large_blocks_are_not_kept_by_either_cache() -> None:
+    block = b"\x00\x05x-big" + encode_integer(600, 7, 0) + b"v" * 600  # literal, not indexed
+    decoder = Decoder()
+    assert decoder.decode(block) is not decoder.decode(block)
+    encoder = Encoder()
+    fields = [(b"x-big", b"v" * 600)]
+    encoder.encode(fields)  # the entry goes into the table
+    assert encoder.encode(fields) is encoder.encode(fields)  # now one byte: kept
+    huge = [(b"x-huge", b"w" * 5000)]  # over the table's size: a literal every time
+    assert encoder.encode(huge) is not encoder.encode(huge)
+
+
 def test_secrets_go_out_never_indexed() -> None:
     block = Encoder().encode([(b"set-cookie", b"session=1")])
     assert block[0] & 0xF0 == 0x10

@@ -505,7 +505,8 @@ class Http2ServerConnection:
         if type(data) is not bytes and not isinstance(memoryview(data).obj, bytes):
             data = bytes(data)
         size = len(data)
-        allowed = min(size, stream.send_window, self._send_window) if size else 0
+        # A window can be below zero (a smaller SETTINGS_INITIAL_WINDOW_SIZE): nothing goes.
+        allowed = max(0, min(size, stream.send_window, self._send_window)) if size else 0
         if allowed < size:
             end_stream = False
         out = self._out
@@ -566,6 +567,10 @@ class Http2ServerConnection:
         self._active.discard(stream_id)
         self._rejected.discard(stream_id)
         stream = self._streams.get(stream_id)
+        if drain and len(self._streams) - len(self._active) > self.limits.max_concurrent_streams:
+            # Drained streams no longer count as served: a client that never ends them
+            # must not make the connection keep them all.
+            drain = False
         if stream is not None and stream.receiving and not drain:
             # The answer is complete, so the rest of the request is not wanted: NO_ERROR.
             self.reset(stream_id, NO_ERROR)

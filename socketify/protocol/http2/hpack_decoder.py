@@ -32,6 +32,7 @@ _STATIC = (None, *STATIC_TABLE)  # indexed from 1
 _STATIC_COUNT = len(STATIC_TABLE)
 _MAX_INTEGER_BYTES = 5  # continuation bytes of an integer: enough for any 32-bit value
 _CACHED_BLOCKS = 64  # distinct repeating requests one connection remembers
+_CACHED_BLOCK_SIZE = 512  # larger blocks are not kept: a client must not park memory here
 
 HeaderList = tuple[tuple[bytes, bytes], ...]
 
@@ -79,7 +80,7 @@ class Decoder:
             return cached[1]
         generation = self._generation
         fields = self._decode(data)
-        if self._generation == generation:
+        if self._generation == generation and len(data) <= _CACHED_BLOCK_SIZE:
             if len(self._blocks) >= _CACHED_BLOCKS:
                 self._blocks.clear()
             self._blocks[data] = (generation, fields)

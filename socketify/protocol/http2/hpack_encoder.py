@@ -34,6 +34,7 @@ __all__ = ["NEVER_INDEXED", "Encoder", "encode_integer"]
 NEVER_INDEXED = frozenset({b"authorization", b"proxy-authorization", b"set-cookie", b"cookie"})
 _FIRST_DYNAMIC = len(STATIC_TABLE) + 1  # the dynamic table's first index
 _CACHED_BLOCKS = 64  # distinct repeating answers one connection remembers
+_CACHED_BLOCK_SIZE = 512  # larger blocks (long cookies, say) are encoded each time
 
 
 def encode_integer(value: int, prefix_bits: int, pattern: int) -> bytes:
@@ -112,7 +113,7 @@ class Encoder:
         for name, value in fields:
             out += self._field(name, value)
         block = bytes(out)
-        if self._generation == generation:
+        if self._generation == generation and len(block) <= _CACHED_BLOCK_SIZE:
             if len(self._blocks) >= _CACHED_BLOCKS:
                 self._blocks.clear()
             self._blocks[key] = (generation, block)
