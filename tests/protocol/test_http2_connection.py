@@ -590,3 +590,16 @@ def test_streams_left_draining_are_bounded_by_the_stream_limit() -> None:
         pair.server.finished(sid, drain=True)  # the client never sends the rest
         reset += [e.stream_id for e in of(h2.events.StreamReset, pair.to_client())]
     assert len(reset) >= 3  # past the limit, the rest is refused, not waited for
+
+
+def test_a_repeated_request_gets_the_same_immutable_head() -> None:
+    pair = Pair()
+    heads = []
+    for _ in range(3):
+        pair.request()
+        (opened,) = of(RequestOpened, pair.to_server())
+        heads.append(opened.head)
+    assert heads[1] is heads[2] and heads[0].target == heads[2].target == "/a?b=1"
+    pair.request([*GET, ("x-other", "1")])
+    (other,) = of(RequestOpened, pair.to_server())
+    assert other.head is not heads[2] and other.head.names["x-other"] == "1"

@@ -77,6 +77,7 @@ from socketify.protocol.http2.messages import (
     response_headers,
     trailer_fields,
 )
+from socketify.protocol.http11.events import RequestHead
 from socketify.protocol.http11.serializer import HeaderField
 
 __all__ = ["PREFACE", "Http2ServerConnection", "StreamClosed"]
@@ -96,6 +97,8 @@ _CONNECTION_WINDOW = 1 << 20  # unread body bytes all streams of a connection ma
 _DEFAULT_WINDOW = 65535  # every window's size before SETTINGS say otherwise
 _REMEMBERED_RESETS = 1024  # streams we reset whose late frames are dropped in silence
 _CONTINUE = [(b":status", b"100")]
+_CACHED_HEADS = 64  # distinct repeating requests whose heads one connection keeps
+_CACHED_BLOCK = 512  # header blocks larger than this make heads that are not kept
 
 _DATA, _HEADERS, _PRIORITY = FrameType.DATA, FrameType.HEADERS, FrameType.PRIORITY
 _RST_STREAM, _SETTINGS, _PUSH_PROMISE = (
@@ -132,6 +135,7 @@ class Http2ServerConnection:
         "_credit",
         "_decoder",
         "_encoder",
+        "_heads",
         "_highest",
         "_last_stream_id",
         "_out",
@@ -155,6 +159,7 @@ class Http2ServerConnection:
         limits = self.limits = limits or Http2Limits()
         self._decoder = Decoder(max_header_list_size=limits.max_header_list_size)
         self._encoder = Encoder()
+        self._heads: dict[HeaderList, RequestHead] = {}  # see _request
         self._resets = RateCounter(limits.max_resets_per_second)
         self._pings = RateCounter(limits.max_pings_per_second)
         self._settings = RateCounter(limits.max_settings_per_second)
@@ -240,7 +245,7 @@ class Http2ServerConnection:
         if stream is None:
             if sid > self._highest:
                 self._highest = sid
-                self._request(sid, fields, ends_stream, events)
+                self._request(sid, fields, ends_stream, len(block) <= _CACHED_BLOCK, events)
             elif sid not in self._reset_by_us:
                 # A closed stream, or one skipped: the client may not reuse or go back.
                 raise Http2Error(PROTOCOL_ERROR, f"HEADERS on stream {sid} after {self._highest}")
@@ -256,18 +261,30 @@ class Http2ServerConnection:
                 return
             self._remote_end(sid, stream, events)
 
-    def _request(self, sid: int, fields: HeaderList, ended: bool, events: list[Event]) -> None:
+    def _request(
+        self, sid: int, fields: HeaderList, ended: bool, small: bool, events: list[Event]
+    ) -> None:
         last = self._last_stream_id
         if (last is not None and sid > last) or (
             len(self._active) >= self.limits.max_concurrent_streams
         ):
             self._refuse(sid, REFUSED_STREAM)
             return
-        try:
-            head = request_head(fields)
-        except BadRequest:
-            self._refuse(sid, PROTOCOL_ERROR)
-            return
+        # PERF: a client repeats its requests' header lists (the decoder hands back the same
+        # list for a repeated block); a head is an immutable value, so the one made for the
+        # first serves the repeats, as the HTTP/1.1 parser's head cache does.
+        heads = self._heads
+        head = heads.get(fields)
+        if head is None:
+            try:
+                head = request_head(fields)
+            except BadRequest:
+                self._refuse(sid, PROTOCOL_ERROR)
+                return
+            if small:
+                if len(heads) >= _CACHED_HEADS:
+                    heads.clear()
+                heads[fields] = head
         if ended and head.content_length:
             self._refuse(sid, PROTOCOL_ERROR)  # a body announced, none sent
             return
