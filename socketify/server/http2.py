@@ -173,8 +173,8 @@ class Http2Session:
                 self.stop()  # the client opens no more streams: answer the open ones, close
             elif isinstance(event, ConnectionTerminated) and not event.by_peer:
                 log.info("HTTP/2 client %s: %s", self.conn.addr, event.detail)
-            # After a GOAWAY of ours for bad input h2 takes and sends nothing more, so
-            # `serve` ends the session.
+            # After a GOAWAY of ours for bad input the protocol takes and sends nothing
+            # more, so `serve` ends the session.
 
     def _open(self, event: RequestOpened) -> None:
         if not self.streams:

@@ -5,6 +5,9 @@ Index 1 is the first entry; the dynamic table's entries follow from index 62 on.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 __all__ = ["STATIC_FIELD_INDEX", "STATIC_NAME_INDEX", "STATIC_TABLE"]
 
 STATIC_TABLE: tuple[tuple[bytes, bytes], ...] = (
@@ -71,9 +74,17 @@ STATIC_TABLE: tuple[tuple[bytes, bytes], ...] = (
     (b"www-authenticate", b""),  # 61
 )
 
-# The lowest index of each field, and of each name, for the encoder.
-STATIC_FIELD_INDEX: dict[tuple[bytes, bytes], int] = {}
-STATIC_NAME_INDEX: dict[bytes, int] = {}
-for _index, _field in enumerate(STATIC_TABLE, 1):
-    STATIC_FIELD_INDEX.setdefault(_field, _index)
-    STATIC_NAME_INDEX.setdefault(_field[0], _index)
+
+def _lowest_indexes() -> tuple[dict[tuple[bytes, bytes], int], dict[bytes, int]]:
+    fields: dict[tuple[bytes, bytes], int] = {}
+    names: dict[bytes, int] = {}
+    for index, field in enumerate(STATIC_TABLE, 1):
+        fields.setdefault(field, index)
+        names.setdefault(field[0], index)
+    return fields, names
+
+
+# The lowest index of each field, and of each name, for the encoder (read-only).
+_FIELDS, _NAMES = _lowest_indexes()
+STATIC_FIELD_INDEX: Mapping[tuple[bytes, bytes], int] = MappingProxyType(_FIELDS)
+STATIC_NAME_INDEX: Mapping[bytes, int] = MappingProxyType(_NAMES)

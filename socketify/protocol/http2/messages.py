@@ -44,8 +44,7 @@ class BadRequest(Exception):
 
 def request_head(fields: Iterable[tuple[bytes, bytes]]) -> RequestHead:
     """The `RequestHead` of a request's header list; BadRequest when it is malformed."""
-    # PERF: one pass checks and converts each field; h2's own checks, made in several passes
-    # over the list, are turned off.
+    # PERF: one pass checks and converts each field.
     method = scheme = path = authority = None
     headers: list[tuple[str, str]] = []
     cookies: list[str] = []
