@@ -20,7 +20,7 @@ from hyperframe.frame import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from socketify.protocol.http2 import frames
+from socketify.protocol.http2 import ConnectionTerminated, Http2ServerConnection, frames
 from socketify.protocol.http2.frame_reader import FrameReader
 from socketify.protocol.http2.frames import ErrorCode, FrameType, Http2Error
 
@@ -279,3 +279,38 @@ def test_framing_rules_are_enforced_before_the_frames_are_whole(raw: bytes, code
     with pytest.raises(Http2Error) as refused:
         list(reader.frames(raw))
     assert refused.value.code == code
+
+
+# -- hostile input: whatever the bytes, events or a GOAWAY, never an exception ----------------
+
+
+_frame_kinds = st.sampled_from([*range(10), 0x10, 0xFA])
+
+
+@st.composite
+def hostile_frames(draw: st.DrawFn) -> bytes:
+    """A frame with a real or unknown type, any flags and stream, and a short payload."""
+    payload = draw(st.binary(max_size=40))
+    kind, flags = draw(_frame_kinds), draw(st.integers(0, 255))
+    stream_id = draw(st.sampled_from([0, 1, 2, 3, 5, 0x7FFFFFFF, 0x80000001]))
+    return (
+        len(payload).to_bytes(3, "big")
+        + bytes((kind, flags))
+        + stream_id.to_bytes(4, "big")
+        + payload
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(frames_sent=st.lists(hostile_frames(), max_size=12), cut=st.integers(1, 50))
+def test_any_sequence_of_frames_is_answered_never_raised(
+    frames_sent: list[bytes], cut: int
+) -> None:
+    server = Http2ServerConnection()
+    raw = frames.PREFACE + SettingsFrame(0).serialize() + b"".join(frames_sent)
+    for start in range(0, len(raw), cut):
+        events = server.receive_data(raw[start : start + cut])
+        assert all(
+            not isinstance(event, ConnectionTerminated) or not event.by_peer for event in events
+        )
+        server.data_to_send()
