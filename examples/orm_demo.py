@@ -12,11 +12,11 @@ in code, explicit transactions (one committed, one rolled back), and an indexed 
     curl 'localhost:8090/notes?tag=todo'
     socketify db status --app examples.orm_demo     # applied  20260720  seed_flag  <when>
 
-DATABASE_URL picks the database (default sqlite:///orm_demo.db in the working directory). The
+DATABASE_URL picks the database (default: `orm_demo.db` in `examples/.data/`). The
 set-up below runs when the module is imported, so each worker would run it: with several
 workers, `--preload` runs it once in the master. Every step is idempotent, so starting the
-demo again finds the same rows. The notes live in a memory document store: one per process,
-gone when it stops.
+demo again finds the same rows. The notes are documents in the same database, so every
+worker answers `/notes` alike.
 
 Guide: docs/guide/database.md.
 """
@@ -30,6 +30,7 @@ from typing import Any
 from pony.orm import Required, Set, commit, db_session
 
 import socketify.db
+from examples._data import sqlite_url
 from socketify import Request, Response, Server
 from socketify.db import documents
 from socketify.db.database import MIGRATING_ENV
@@ -37,7 +38,7 @@ from socketify.db.migrations import Migrator
 
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
-db = socketify.db.connect(os.environ.get("DATABASE_URL", "sqlite:///orm_demo.db"), pool_size=4)
+db = socketify.db.connect(os.environ.get("DATABASE_URL") or sqlite_url("orm_demo.db"), pool_size=4)
 
 
 class User(db.Entity):
@@ -126,11 +127,13 @@ if os.environ.get(MIGRATING_ENV) != "1":
 else:
     applied, rolled_back = [], ""
 
-# -- a document store in memory, with an index ------------------------------------------------
+# -- documents beside the tables, with an index -------------------------------------------------
 
-notes = documents.open("memory://")["notes"]
+# The notes live in the same database as the tables, so every worker sees the same ones.
+notes = documents.open(db)["notes"]
 notes.create_index("tag")
-first_note = notes.insert({"tag": "welcome", "text": "documents sit beside the tables"})
+WELCOME = {"tag": "welcome", "text": "documents sit beside the tables"}
+first_note = (notes.find({"tag": "welcome"}, sort="_id", limit=1) or [notes.insert(WELCOME)])[0]
 
 
 # -- HTTP ---------------------------------------------------------------------------------------

@@ -13,8 +13,8 @@
 Why SQLite and not a dict behind a mutex: with `--workers 2` every worker is its own process,
 so a dict would hold a different list in each, and a todo created through one worker would be
 missing from half of the following requests. One SQLite file (`REST_API_DB`, default
-`rest_api.db`) is shared by all of them, and each statement below is a whole operation
-(`UPDATE ... RETURNING`), so a PATCH racing a DELETE on another worker can never bring the
+`examples/.data/rest_api.db`) is shared by all of them, and each statement below is a whole
+operation (`UPDATE ... RETURNING`), so a PATCH racing a DELETE on another worker can never bring the
 todo back, which a read-modify-write through a key/value store could.
 
 Ids are checked, not coerced: `/api/todos/abc` is a 404, never todo 0.
@@ -30,6 +30,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+from examples._data import data_path
 from socketify import HTTPError, Request, Response, Server
 
 NO_SUCH_TODO = "no such todo"
@@ -120,7 +121,7 @@ def _todo_id(req: Request) -> int:
     return int(raw)
 
 
-todos = Todos(os.environ.get("REST_API_DB", "rest_api.db"))
+todos = Todos(os.environ.get("REST_API_DB") or str(data_path("rest_api.db")))
 server = Server()
 api = server.group("/api")
 

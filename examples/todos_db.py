@@ -10,7 +10,7 @@ errors as HTTP, and a document collection for the activity feed.
     curl -X POST localhost:8080/users -d '{"name": "Bob", "email": "ann@example.com"}'   # 409
     curl -X POST localhost:8080/users/1/todos -d '{"title": "  "}'                       # 422
 
-DATABASE_URL picks the database (default sqlite:///todos.db; postgres://... and mysql://...
+DATABASE_URL picks the database (default: `todos.db` in `examples/.data/`; postgres://... and mysql://...
 work the same). Each worker keeps at most 8 connections. For a schema that evolves, replace
 `create_tables=True` with migrations: `socketify db new create_todos --app examples.todos_db`.
 
@@ -25,10 +25,11 @@ from datetime import UTC, datetime
 from pony.orm import Optional, Required, Set
 
 import socketify.db
+from examples._data import sqlite_url
 from socketify import Request, Response, Server
 from socketify.db import documents
 
-db = socketify.db.connect(os.environ.get("DATABASE_URL", "sqlite:///todos.db"), pool_size=8)
+db = socketify.db.connect(os.environ.get("DATABASE_URL") or sqlite_url("todos.db"), pool_size=8)
 
 
 class User(db.Entity):

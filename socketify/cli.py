@@ -1,9 +1,7 @@
 """The `socketify` command: the composition root that ties the app, the server and workers.
 
-    socketify run module:server [--workers N] [--bind ADDR]... [--preload] [--reload] ...
-    socketify db migrate|rollback|status|new --app module:server
-    socketify --run-http DIR [--host H] [--port P] [--index NAME]
-    socketify --version | --info | --help
+Every option is declared once, with its help text, in the parsers below; `socketify --help`
+and `socketify run --help` are generated from those declarations, so the two never drift.
 
 Nothing here imports gevent: `run` makes this process the pre-fork master, and each worker
 monkey-patches itself right after the fork, before the app is imported.
@@ -12,58 +10,43 @@ monkey-patches itself right after the fork, before the app is imported.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import importlib.util
 import logging
 import os
 import sys
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any, NoReturn
+from typing import Any
 
 from socketify import __version__
+from socketify.command_line import Parser, UsageError
 
 log = logging.getLogger("socketify.master")
 
-USAGE = """\
-usage: socketify run APP [options]         serve APP (module:attribute, default attribute: server):
-                                           a Socketify Server, a WSGI app (Flask, Django...),
-                                           a socketify.tcp.Service (raw TCP), or a tcp.Bundle
-                                           of a Server and TCP services (on their own binds)
-       socketify db migrate|rollback [N]|status|new NAME --app APP
-       socketify --run-http DIR [--host H] [--port P] [--index NAME]
-       socketify --version | --info | --help
+DEFAULT_BIND = "127.0.0.1:8080"
+DISTRIBUTION = "socketify-gevent"
 
-run options:
-  --workers N              worker processes (default: one per CPU; 0 = serve in this process)
-  --bind ADDR              HOST:PORT, [IPv6]:PORT, :PORT or unix:/path; repeat to add more
-                           (default: 127.0.0.1:8080); prefix http:// or https:// to serve
-                           both at once (a bare ADDR is HTTPS whenever TLS is configured)
-  --timeout S              replace a worker silent for S seconds (default 30; 0 = never)
-  --graceful-timeout S     how long a stop or reload lets requests finish (default 30)
-  --max-requests N         recycle a worker after N requests (default 0 = never)
-  --max-requests-jitter N  add up to N to --max-requests per worker
-  --backlog N              listen backlog (default 2048)
-  --certfile FILE          serve HTTPS with this certificate chain (PEM)
-  --keyfile FILE           ... and this private key (PEM)
-  --ca-file FILE           require client certificates signed by these CAs (mTLS)
-  --redirect-http          http:// binds answer 308 to the same URL on the HTTPS port
-  --no-http2               serve HTTP/1.1 only (default: HTTP/2 too: h2 by ALPN over
-                           TLS, h2c with prior knowledge on plain binds)
-  --proxy-protocol         every bind expects a PROXY protocol header (v1 or v2, from
-                           HAProxy or a TCP load balancer) naming the client's address
-  --proxy-allow NETS       comma-separated networks allowed to send it (default: the app's
-                           proxy_allow, else 127.0.0.0/8,::1); others are closed
-  --wsgi                   APP is a WSGI application (default: detected by its signature)
-  --root-path PATH         a WSGI app's SCRIPT_NAME: the prefix a proxy strips before us
-  --trust-proxy            a WSGI app sees X-Forwarded-For/-Proto/-Host as the client's
-  --preload                import the app once in the master before forking
-  --reload                 restart workers when a .py file changes (development)
-  --access-log FILE        access log file (default: stderr)
-  --access-log-format F    log every request: dev, common or json (default: only what the
-                           app logs with logging.middleware)
-  --error-log FILE         error log file (default: stderr)
-  --log-level LEVEL        debug, info, warning, error (default: info)
-"""
+USAGES = (
+    "socketify run APP [options]",
+    "socketify db migrate|rollback [N]|status|new NAME --app APP",
+    "socketify systemd-unit APP [options]",
+    "socketify --run-http DIR [options]",
+    "socketify --version | --info | --help",
+)
+
+COMMANDS = (
+    ("run APP", "serve APP with pre-forked workers (options below)"),
+    ("db", "database migrations (`socketify db --help`)"),
+    ("systemd-unit APP", "systemd units for APP (`socketify systemd-unit --help`)"),
+    ("--run-http DIR", "serve the files of DIR (options below)"),
+)
+
+APP_HELP = (
+    "module:attribute, or module:factory(args) to call a factory; a bare module looks for "
+    "app, application or server. The attribute is a Socketify Server, a WSGI app (Flask, "
+    "Django...), a socketify.tcp.Service (raw TCP) or a tcp.Bundle of a Server and TCP services"
+)
 
 OPTIONAL_FEATURES = (
     ("TLS", "ssl"),
@@ -73,22 +56,155 @@ OPTIONAL_FEATURES = (
     ("Redis", "redis"),
     ("Mongo", "pymongo"),
     ("Templates", "jinja2"),
+    ("HTTP/2", "socketify.protocol.http2"),  # our own codec: always there
 )
 
 
-class UsageError(Exception):
-    """A command line we cannot act on; exit status 2."""
+def _top_parser() -> Parser:
+    parser = Parser("socketify", "socketify --run-http DIR [options]")
+    general = parser.add_argument_group("general options")
+    general.add_argument("-h", "--help", action="store_true", help="show this help and exit")
+    general.add_argument("-V", "--version", action="store_true", help="print the version")
+    general.add_argument(
+        "--info",
+        action="store_true",
+        help="the version, the installed distribution and the optional features",
+    )
+    group = parser.add_argument_group("--run-http options")
+    group.add_argument(
+        "--run-http", metavar="DIR", help="serve DIR's files, with directory listings"
+    )
+    group.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    group.add_argument("--port", default="8080", help="port to bind (default 8080)")
+    group.add_argument(
+        "--index", metavar="NAME", help="directory index file (default index.html, index.htm)"
+    )
+    group.add_argument(
+        "--workers", type=int, default=1, metavar="N", help="worker processes (default 1)"
+    )
+    return parser
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with our messages: `error: …` plus the usage on stderr, exit 2."""
+def _run_parser() -> Parser:
+    parser = Parser("socketify run", "socketify run APP [options]")
+    group = parser.add_argument_group("run APP [options]")
+    add = group.add_argument
+    add("app", metavar="APP", help=APP_HELP)
+    add(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="worker processes (default: one per CPU; 0 = serve in this process)",
+    )
+    add(
+        "--bind",
+        action="append",
+        metavar="ADDR",
+        help=f"HOST:PORT, [IPv6]:PORT, :PORT or unix:/path; repeat to add more (default "
+        f"{DEFAULT_BIND}); prefix http:// or https:// to serve both at once (a bare ADDR "
+        f"is HTTPS whenever TLS is configured)",
+    )
+    add(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="replace a worker silent for S seconds (default 30; 0 = never)",
+    )
+    add(
+        "--graceful-timeout",
+        type=float,
+        metavar="S",
+        help="how long a stop or reload lets requests finish (default 30)",
+    )
+    add(
+        "--max-requests",
+        type=int,
+        metavar="N",
+        help="recycle a worker after N requests (default 0 = never)",
+    )
+    add(
+        "--max-requests-jitter",
+        type=int,
+        metavar="N",
+        help="add up to N to --max-requests per worker",
+    )
+    add("--backlog", type=int, metavar="N", help="listen backlog (default 2048)")
+    add("--certfile", metavar="FILE", help="serve HTTPS with this certificate chain (PEM)")
+    add("--keyfile", metavar="FILE", help="... and this private key (PEM)")
+    add("--ca-file", metavar="FILE", help="require client certificates signed by these CAs (mTLS)")
+    add(
+        "--redirect-http",
+        action="store_true",
+        help="http:// binds answer 308 to the same URL on the HTTPS port",
+    )
+    add(
+        "--no-http2",
+        action="store_true",
+        help="serve HTTP/1.1 only (default: HTTP/2 too, h2 by ALPN over TLS and h2c with "
+        "prior knowledge on plain binds)",
+    )
+    add(
+        "--proxy-protocol",
+        action="store_true",
+        help="every bind expects a PROXY protocol header (v1 or v2, from HAProxy or a TCP "
+        "load balancer) naming the client's address",
+    )
+    add(
+        "--proxy-allow",
+        metavar="NETS",
+        help="comma-separated networks allowed to send it (default: the app's proxy_allow, "
+        "else 127.0.0.0/8,::1); others are closed",
+    )
+    add(
+        "--wsgi",
+        action="store_true",
+        help="APP is a WSGI application (default: detected by its signature)",
+    )
+    add(
+        "--root-path",
+        default="",
+        metavar="PATH",
+        help="a WSGI app's SCRIPT_NAME: the prefix a proxy strips before us",
+    )
+    add(
+        "--trust-proxy",
+        action="store_true",
+        help="a WSGI app sees X-Forwarded-For/-Proto/-Host as the client's",
+    )
+    add("--preload", action="store_true", help="import the app once in the master before forking")
+    add(
+        "--reload",
+        action="store_true",
+        help="restart workers when a .py file changes (development)",
+    )
+    add("--access-log", metavar="FILE", help="access log file (default: stderr)")
+    add(
+        "--access-log-format",
+        choices=("dev", "common", "json"),
+        metavar="F",
+        help="log every request: dev, common or json (default: only what the app logs with "
+        "logging.middleware)",
+    )
+    add("--error-log", metavar="FILE", help="error log file (default: stderr)")
+    add(
+        "--log-level",
+        default="info",
+        metavar="LEVEL",
+        help="debug, info, warning, error (default: info)",
+    )
+    return parser
 
-    def error(self, message: str) -> NoReturn:
-        if message.startswith("unrecognized arguments: "):
-            message = "unknown option: " + message.split(": ", 1)[1]
-        elif message.endswith("expected one argument"):
-            message = message.split(":")[0].removeprefix("argument ") + " requires an argument"
-        raise UsageError(message)
+
+def help_text() -> str:
+    """`socketify --help`: every command, then the options of `run` and `--run-http`."""
+    usage = "usage: " + "\n       ".join(USAGES)
+    width = max(len(name) for name, _ in COMMANDS) + 4
+    commands = "\n".join(f"  {name:<{width}}{summary}" for name, summary in COMMANDS)
+    sections = [usage, "commands:\n" + commands]
+    for parser in (_run_parser(), _top_parser()):
+        # Each parser's own usage line is already in the list above.
+        sections.append(parser.format_help().partition("\n\n")[2].strip("\n"))
+    return "\n\n".join(sections) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -97,8 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(args)
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        print(USAGE, file=sys.stderr, end="")
+        print(f"error: {exc}\n(see `{exc.usage}`)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
@@ -106,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(args: list[str]) -> int:
     if not args:
-        print(USAGE, file=sys.stderr, end="")
+        print(help_text(), file=sys.stderr, end="")
         return 2
     if args[0] == "run":
         return run(_parse_run(args[1:]))
@@ -118,9 +233,9 @@ def _main(args: list[str]) -> int:
         from socketify.systemd_unit import main as systemd_unit_main
 
         return systemd_unit_main(args[1:])
-    options = _parse_top(args)
+    options = _top_parser().parse_args(args)
     if options.help:
-        print(USAGE, file=sys.stderr, end="")
+        print(help_text(), end="")
         return 0
     if options.version:
         print(f"Socketify {__version__}")
@@ -130,62 +245,42 @@ def _main(args: list[str]) -> int:
         return 0
     if options.run_http:
         return run_http(options)
-    print(USAGE, file=sys.stderr, end="")
-    return 2
-
-
-def _parse_top(args: list[str]) -> argparse.Namespace:
-    parser = _Parser(prog="socketify", add_help=False)
-    parser.add_argument("-h", "--help", action="store_true")
-    parser.add_argument("-V", "--version", action="store_true")
-    parser.add_argument("--info", action="store_true")
-    parser.add_argument("--run-http", metavar="DIR")
-    parser.add_argument("--host", default="0.0.0.0")
-    parser.add_argument("--port", default="8080")
-    parser.add_argument("--index")
-    parser.add_argument("--workers", type=int, default=1)
-    return parser.parse_args(args)
+    raise UsageError(f"unknown command: {args[0]}")
 
 
 def _parse_run(args: list[str]) -> argparse.Namespace:
-    parser = _Parser(prog="socketify run", add_help=False)
-    parser.add_argument("app")
-    parser.add_argument("--workers", type=int)
-    parser.add_argument("--bind", action="append")
-    parser.add_argument("--timeout", type=float)
-    parser.add_argument("--graceful-timeout", type=float)
-    parser.add_argument("--max-requests", type=int)
-    parser.add_argument("--max-requests-jitter", type=int)
-    parser.add_argument("--backlog", type=int)
-    parser.add_argument("--certfile")
-    parser.add_argument("--keyfile")
-    parser.add_argument("--ca-file")
-    parser.add_argument("--redirect-http", action="store_true")
-    parser.add_argument("--no-http2", action="store_true")
-    parser.add_argument("--proxy-protocol", action="store_true")
-    parser.add_argument("--proxy-allow")
-    parser.add_argument("--wsgi", action="store_true")
-    parser.add_argument("--root-path", default="")
-    parser.add_argument("--trust-proxy", action="store_true")
-    parser.add_argument("--preload", action="store_true")
-    parser.add_argument("--reload", action="store_true")
-    parser.add_argument("--access-log")
-    parser.add_argument("--access-log-format", choices=("dev", "common", "json"))
-    parser.add_argument("--error-log")
-    parser.add_argument("--log-level", default="info")
+    parser = _run_parser()
     if "-h" in args or "--help" in args:
-        print(USAGE, file=sys.stderr, end="")
+        print(parser.format_help(), end="")
         raise SystemExit(0)
     return parser.parse_args(args)
 
 
 def info() -> str:
-    """`--info`: the version and which optional features are importable."""
-    lines = [f"Socketify {__version__}"]
+    """`--info`: the version, where it was installed from, and the optional features.
+
+    The import name `socketify` is shared with socketify.py (distribution `socketify`); the
+    second line says which distribution this code came from, and warns when both are installed.
+    """
+    lines = [f"Socketify {__version__}", distribution_line()]
     for label, module in OPTIONAL_FEATURES:
         found = importlib.util.find_spec(module) is not None
         lines.append(f"{label}: {'yes' if found else 'no'}")
     return "\n".join(lines)
+
+
+def distribution_line() -> str:
+    """`Distribution: socketify-gevent 0.1.0 (/path/to/socketify)`, plus any shadowing."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    owners = importlib.metadata.packages_distributions().get("socketify", [])
+    line = f"Distribution: {DISTRIBUTION if DISTRIBUTION in owners else 'none found'} ({here})"
+    others = sorted(set(owners) - {DISTRIBUTION})
+    if others:
+        line += (
+            f"; warning: {', '.join(others)} also installs the import name 'socketify', "
+            "and whichever was installed last wins"
+        )
+    return line
 
 
 # -- run ------------------------------------------------------------------------------------------
@@ -248,7 +343,7 @@ def run(options: argparse.Namespace) -> int:
         if app is not None:
             target.proxy_for(app)  # the same for the binds listed in proxy_protocol
     except (AppLoadError, ModuleNotFoundError) as exc:
-        print(f"error: cannot load app {options.app!r}: {exc}", file=sys.stderr)
+        _load_error(options.app, str(exc))
         return 1
     except _ProbeFailed as exc:
         return exc.status
@@ -298,6 +393,16 @@ def _tls_options(options: argparse.Namespace) -> Any:
     return None
 
 
+def _load_error(spec: str, message: str) -> None:
+    """One line saying what failed, one saying what APP may be."""
+    print(f"error: cannot load app {spec!r}: {message}", file=sys.stderr)
+    print(
+        "hint: APP is module:attribute, imported from the current folder "
+        "(`socketify run --help` lists what it may name)",
+        file=sys.stderr,
+    )
+
+
 class _ProbeFailed(Exception):
     """The app could not be imported; what went wrong is already on stderr."""
 
@@ -330,8 +435,7 @@ def _probe_settings(spec: str, wsgi: Any) -> SimpleNamespace:
         check=False,
     )
     if result.returncode == PROBE_LOAD_ERROR:
-        message = json.loads(result.stdout)["error"]
-        print(f"error: cannot load app {spec!r}: {message}", file=sys.stderr)
+        _load_error(spec, json.loads(result.stdout)["error"])
         raise _ProbeFailed(1)
     if result.returncode != 0:
         print("error: the app failed to import; see the traceback above", file=sys.stderr)
@@ -399,10 +503,10 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
             ]
         )
     log.info(
-        "Socketify %s listening on %s (%d workers, master pid %d)",
+        "Socketify %s listening on %s (%s, master pid %d)",
         __version__,
         where,
-        master.worker_count,
+        _count(master.worker_count, "worker"),
         os.getpid(),
     )
     return master.wait()
@@ -436,6 +540,10 @@ def _run_in_process(
         where = _where_tcp(runner.addresses, bool(tls or app.settings.tls))
     log.info("Socketify %s listening on %s (in-process, pid %d)", __version__, where, os.getpid())
     return runner.wait()
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _where(addresses: list[Any], tls: bool, plan: Any, http2: bool = False) -> str:

@@ -27,32 +27,12 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from socketify import __version__
+from socketify.command_line import Parser, UsageError
 from workers.supervise.sockets import BindError, TcpAddress, UnixAddress, parse_bind
 
 __all__ = ["UnitError", "default_name", "generate", "main"]
-
-USAGE = """\
-usage: socketify systemd-unit APP [--name NAME] [--user USER] [--group GROUP] [--workdir DIR]
-                              [--venv DIR] [--bind ADDR]... [--workers N] [--socket]
-                              [--graceful-timeout S] [--watchdog S] [--install DIR]
-                              [--wsgi] [--root-path PATH] [--trust-proxy]
-
-  --name NAME              unit name (default: from the app's module, e.g. myapp-web)
-  --user/--group           run as this user/group (default: a DynamicUser= made up by systemd)
-  --workdir DIR            working directory the app is imported from (default: here)
-  --venv DIR               virtualenv whose bin/python runs the app (default: this interpreter)
-  --bind ADDR              as for `socketify run` (default 127.0.0.1:8080); repeat to add more
-  --workers N              worker processes (default: one per CPU)
-  --socket                 also write NAME.socket: systemd holds the sockets (socket activation)
-  --graceful-timeout S     how long a stop lets requests finish (default 30)
-  --watchdog S             WatchdogSec= (default 30; 0 = off)
-  --install DIR            write the units into DIR (e.g. /etc/systemd/system) instead of stdout
-  --wsgi, --root-path PATH, --trust-proxy
-                           passed to `socketify run` for a WSGI app (Flask, Django...)
-"""
 
 DEFAULT_BIND = "127.0.0.1:8080"
 STOP_MARGIN = 10  # TimeoutStopSec= exceeds the graceful timeout by this much: drain, then kill
@@ -298,29 +278,73 @@ def _quote(arg: str) -> str:
 # -- the command ----------------------------------------------------------------------------
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UnitError(message)
+def _parser() -> Parser:
+    parser = Parser("socketify systemd-unit", "socketify systemd-unit APP [options]")
+    group = parser.add_argument_group("systemd-unit APP [options]")
+    add = group.add_argument
+    add("app", metavar="APP", help="what `socketify run` serves: module:attribute")
+    add("--name", help="unit name (default: from the app's module, e.g. myapp-web)")
+    add("--user", help="run as this user (default: a DynamicUser= made up by systemd)")
+    add("--group", help="... and this group")
+    add(
+        "--workdir",
+        metavar="DIR",
+        help="working directory the app is imported from (default: here)",
+    )
+    add(
+        "--venv",
+        metavar="DIR",
+        help="virtualenv whose bin/python runs the app (default: this interpreter)",
+    )
+    add(
+        "--bind",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help=f"as for `socketify run` (default {DEFAULT_BIND}); repeat to add more",
+    )
+    add("--workers", type=int, metavar="N", help="worker processes (default: one per CPU)")
+    add(
+        "--socket",
+        action="store_true",
+        help="also write NAME.socket: systemd holds the sockets (socket activation)",
+    )
+    add(
+        "--graceful-timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="how long a stop lets requests finish (default 30)",
+    )
+    add(
+        "--watchdog",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="WatchdogSec= (default 30; 0 = off)",
+    )
+    add(
+        "--install",
+        metavar="DIR",
+        help="write the units into DIR (e.g. /etc/systemd/system) instead of stdout",
+    )
+    add("--wsgi", action="store_true", help="passed to `socketify run`: APP is a WSGI app")
+    add("--root-path", metavar="PATH", help="passed to `socketify run`: a WSGI app's SCRIPT_NAME")
+    add(
+        "--trust-proxy",
+        action="store_true",
+        help="passed to `socketify run`: a WSGI app trusts X-Forwarded-*",
+    )
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`socketify systemd-unit APP ...`: print the units, or write them with --install."""
     args = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
     if not args or "-h" in args or "--help" in args:
-        print(USAGE, file=sys.stderr if not args else sys.stdout, end="")
+        print(parser.format_help(), file=sys.stderr if not args else sys.stdout, end="")
         return 2 if not args else 0
-    parser = _Parser(prog="socketify systemd-unit", add_help=False)
-    parser.add_argument("app")
-    for option in ("--name", "--user", "--group", "--workdir", "--venv", "--install"):
-        parser.add_argument(option)
-    parser.add_argument("--bind", action="append", default=[])
-    parser.add_argument("--workers", type=int)
-    parser.add_argument("--socket", action="store_true")
-    parser.add_argument("--graceful-timeout", type=float, default=30.0)
-    parser.add_argument("--watchdog", type=float, default=30.0)
-    parser.add_argument("--wsgi", action="store_true")
-    parser.add_argument("--root-path")
-    parser.add_argument("--trust-proxy", action="store_true")
     try:
         options = parser.parse_args(args)
         name = options.name or default_name(options.app)
@@ -338,9 +362,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             watchdog=options.watchdog,
             run_options=_wsgi_options(options),
         )
-    except UnitError as exc:
-        message = str(exc).replace("unrecognized arguments:", "unknown option:")
-        print(f"error: {message}\n(see `socketify systemd-unit --help`)", file=sys.stderr)
+    except (UnitError, UsageError) as exc:
+        print(f"error: {exc}\n(see `socketify systemd-unit --help`)", file=sys.stderr)
         return 2
     units = {f"{name}.service": service}
     if socket_text is not None:

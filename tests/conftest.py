@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,3 +40,29 @@ def browser() -> Iterator[Browser]:
     services are required, without one."""
     with chromium() as launched:
         yield launched
+
+
+# -- markers ----------------------------------------------------------------------------------
+# `browser` and `live` are given here from what a test uses, so a new test is marked without
+# anyone remembering to; `slow` is written on the modules that need it. The contributors' fast
+# loop leaves all three out: python -m pytest -m "not slow and not browser and not live".
+
+LIVE_FIXTURES = {"serve", "live_server"}
+# A module that starts processes itself: `socketify run` through tests.support.serve, the
+# in-process LiveServer, or any other program through subprocess.
+STARTS_PROCESSES = re.compile(r"\b(tests\.support\.serve|LiveServer|subprocess)\b")
+
+
+@cache
+def _starts_processes(path: Path) -> bool:
+    return bool(STARTS_PROCESSES.search(path.read_text()))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark browser and live tests by the fixtures they use and the modules they are in."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "browser" in fixtures:
+            item.add_marker(pytest.mark.browser)
+        if fixtures & LIVE_FIXTURES or _starts_processes(item.path):
+            item.add_marker(pytest.mark.live)

@@ -6,15 +6,15 @@
 
 The page speaks JSON events (`{"type": ..., "data": ...}`) over one WebSocket at `/chat`:
 `hello {name}` enters the lobby, `say {text}` talks, and the server answers with `welcome`,
-`said`, `joined`, `left` and `online {count}`. The online count is the lobby's `room_size`,
-which counts the people on every worker. A picture goes out as one binary `PM` image frame
-(kind 3, with its mime type); the server announces it with a `picture {name}` event and
-relays the bytes untouched to the other members of the media room `lobby`, a room of its own
-beside the chat room of the same name. A bigger picture may come in chunks (image frames
-without the last flag, then an image-end frame), relayed one by one as they arrive, at most
-512 KiB in all. Voice goes the same way: the page's Talk button sends `talk {on}` (the others
-see `talking {name, on}`) and then microphone audio as `PM` voice frames (kind 1, 16-bit
-mono PCM at 16 kHz), each relayed once, untouched, to everyone else.
+`said`, `joined`, `left` and `online {count, seq}` (the newest `seq` wins). The online count is
+the lobby's `room_size`, which counts the people on every worker. A picture goes out as one
+binary `PM` image frame (kind 3, with its mime type); the server announces it with a `picture
+{name}` event and relays the bytes untouched to the other members of the media room `lobby`, a
+room of its own beside the chat room of the same name. A bigger picture may come in chunks
+(image frames without the last flag, then an image-end frame), relayed one by one as they
+arrive, at most 512 KiB in all. Voice goes the same way: the page's Talk button sends `talk
+{on}` (the others see `talking {name, on}`) and then microphone audio as `PM` voice frames
+(kind 1, 16-bit mono PCM at 16 kHz), each relayed once, untouched, to everyone else.
 
 The chat room and the media room are two rooms of one hub, and a member joins each once, so
 nothing reaches anyone twice. `/stats` counts what was relayed, summed over every worker
@@ -139,8 +139,13 @@ def stats(req: Request, res: Response) -> None:
 
 def _announce_online() -> None:
     # room_size counts every worker's members; the census can lag a join on another worker by
-    # a bus hop, so the count is sent as news, not as a promise.
-    chat.hub.broadcast_text(LOBBY, easy.envelope("online", {"count": chat.hub.room_size(LOBBY)}))
+    # a bus hop, so the count is sent as news, not as a promise. Announcements from two workers
+    # may also arrive in either order (a member who joins on worker B can get B's fresh count
+    # before worker A's older one, still on the bus): `seq`, taken from the store all workers
+    # share before the count is read, lets the page keep the newest and drop the rest.
+    seq = counters.incr("online_seq")
+    count = chat.hub.room_size(LOBBY)
+    chat.hub.broadcast_text(LOBBY, easy.envelope("online", {"count": count, "seq": seq}))
 
 
 chat.bind(server)

@@ -6,7 +6,7 @@
 Everything a worker knows is shared with the others: entries live in SQLite (Pony, through
 `socketify.db`), the visitor's name in a session in the cross-worker store, and a new entry is
 broadcast to every open page through an `sse.Hub` room, whichever worker holds the page.
-`GUESTBOOK_DB` picks the database (default `sqlite:///guestbook.db`).
+`GUESTBOOK_DB` picks the database (default: `guestbook.db` in `examples/.data/`).
 
     curl -X POST localhost:8080/api/entries -d '{"name": "Ada", "message": "hello"}'
     curl localhost:8080/api/entries        # newest first
@@ -25,6 +25,7 @@ import orjson
 from pony.orm import Required, commit, desc
 
 import socketify.db
+from examples._data import sqlite_url
 from socketify import Request, Response, Server, cors, ratelimit, static_files
 from socketify import logging as access_log
 from socketify.core.compression import CompressionOptions
@@ -37,7 +38,7 @@ MAX_NAME = 40
 MAX_MESSAGE = 500
 PAGE = 50
 
-db = socketify.db.connect(os.environ.get("GUESTBOOK_DB", "sqlite:///guestbook.db"), pool_size=4)
+db = socketify.db.connect(os.environ.get("GUESTBOOK_DB") or sqlite_url("guestbook.db"), pool_size=4)
 
 
 class Entry(db.Entity):

@@ -14,13 +14,13 @@
     curl -b jar -N localhost:8080/api/events                     # event: task, data: {...}
 
 Every worker serves every user: accounts, projects, tasks and comments live in the database
-(`NEXUS_DB`, default `sqlite:///nexus.db`; `postgresql://...` works the same), sessions in the
-store shared by the workers, and a change is announced over SSE to each member of the
-project through an `sse.Hub` room per user, whichever worker holds that user's page.
+(`NEXUS_DB`, default `nexus.db` in `examples/.data/`; `postgresql://...` works the same),
+sessions in the store shared by the workers, and a change is announced over SSE to each member
+of the project through an `sse.Hub` room per user, whichever worker holds that user's page.
 Passwords are hashed with scrypt. Auth routes have a stricter rate limit than the rest of the
 API (`NEXUS_AUTH_RATE_LIMIT`, `NEXUS_RATE_LIMIT`: "burst/refill-per-second"). Avatars go
-to `NEXUS_UPLOADS` (default `nexus-uploads/`) and are served under `/uploads`. Anything under
-`/api` answers JSON, errors included; every other page navigation gets the front end
+to `NEXUS_UPLOADS` (default `examples/.data/nexus-uploads/`) and are served under `/uploads`.
+Anything under `/api` answers JSON, errors included; every other page navigation gets the front end
 (`public/`, plain JavaScript modules: nothing to build).
 
 Guide: docs/guide/sessions.md, docs/guide/sse.md, docs/guide/static-files.md.
@@ -39,6 +39,7 @@ import orjson
 from pony.orm import commit, count, db_session, select
 
 import socketify.db
+from examples._data import data_path
 from socketify import HTTPError, Request, Response, Server, cors, ratelimit, static_files
 from socketify import logging as access_log
 from socketify.core.body import BodyLimits
@@ -55,7 +56,7 @@ from .passwords import hash_password, verify_password
 
 VERSION = "0.2.0"
 PUBLIC = Path(__file__).resolve().parent / "public"
-UPLOADS = Path(os.environ.get("NEXUS_UPLOADS", "nexus-uploads")).resolve()
+UPLOADS = Path(os.environ.get("NEXUS_UPLOADS") or data_path("nexus-uploads")).resolve()
 SESSION_DAYS = 14
 MAX_AVATAR = 2 << 20
 # An avatar's type is decided by its first bytes, never by the name or Content-Type sent.

@@ -11,12 +11,13 @@ from datetime import UTC, datetime
 from pony.orm import Optional, Required, Set
 
 import socketify.db
+from examples._data import sqlite_url
 
 __all__ = ["STATUSES", "Comment", "Project", "Task", "User", "db", "now", "stamp"]
 
 STATUSES = ("todo", "doing", "done")
 
-db = socketify.db.connect(os.environ.get("NEXUS_DB", "sqlite:///nexus.db"), pool_size=8)
+db = socketify.db.connect(os.environ.get("NEXUS_DB") or sqlite_url("nexus.db"), pool_size=8)
 
 
 def now() -> datetime:

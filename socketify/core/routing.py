@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 from urllib.parse import unquote
 
 from socketify.core.chain import Chain, Middleware
@@ -240,43 +240,78 @@ def _walk(node: _Node, segments: list[str], depth: int) -> Iterator[Route]:
     yield from node.wild
 
 
-class _RouteAdder(Protocol):
-    @overload
-    def __call__(self, pattern: str) -> Callable[[H], H]: ...
-    @overload
-    def __call__(self, pattern: str, handler: Handler) -> Route: ...
-
-
-class _Shorthand:
-    """Descriptor giving `obj.get(pattern, handler=None)` and friends for one method."""
-
-    def __init__(self, method: str) -> None:
-        self.method = method
-
-    def __get__(self, obj: Any, owner: Any = None) -> _RouteAdder:
-        method = self.method
-
-        def add(pattern: str, handler: Handler | None = None) -> Any:
-            return obj.route(method, pattern, handler)
-
-        add.__doc__ = f"Register a {method} route; without a handler, act as a decorator."
-        return add
-
-
 class Registrar:
-    """Route shorthands shared by Server and Group; subclasses implement `_add`."""
+    """Route shorthands shared by Server and Group; subclasses implement `_add`.
 
-    get = _Shorthand("GET")
-    post = _Shorthand("POST")
-    put = _Shorthand("PUT")
-    patch = _Shorthand("PATCH")
-    delete = _Shorthand("DELETE")
-    options = _Shorthand("OPTIONS")
-    head = _Shorthand("HEAD")
-    any = _Shorthand(ANY)
+    Each verb registers `handler` for `pattern`; without a handler it returns a decorator.
+    """
 
     @overload
-    def route(self, method: str, pattern: str) -> Callable[[H], H]: ...
+    def get(self, pattern: str) -> Callable[[H], H]: ...
+    @overload
+    def get(self, pattern: str, handler: Handler) -> Route: ...
+    def get(self, pattern: str, handler: Handler | None = None) -> Any:
+        """Register a GET route; without a handler, return a decorator."""
+        return self.route("GET", pattern, handler)
+
+    @overload
+    def post(self, pattern: str) -> Callable[[H], H]: ...
+    @overload
+    def post(self, pattern: str, handler: Handler) -> Route: ...
+    def post(self, pattern: str, handler: Handler | None = None) -> Any:
+        """Register a POST route; without a handler, return a decorator."""
+        return self.route("POST", pattern, handler)
+
+    @overload
+    def put(self, pattern: str) -> Callable[[H], H]: ...
+    @overload
+    def put(self, pattern: str, handler: Handler) -> Route: ...
+    def put(self, pattern: str, handler: Handler | None = None) -> Any:
+        """Register a PUT route; without a handler, return a decorator."""
+        return self.route("PUT", pattern, handler)
+
+    @overload
+    def patch(self, pattern: str) -> Callable[[H], H]: ...
+    @overload
+    def patch(self, pattern: str, handler: Handler) -> Route: ...
+    def patch(self, pattern: str, handler: Handler | None = None) -> Any:
+        """Register a PATCH route; without a handler, return a decorator."""
+        return self.route("PATCH", pattern, handler)
+
+    @overload
+    def delete(self, pattern: str) -> Callable[[H], H]: ...
+    @overload
+    def delete(self, pattern: str, handler: Handler) -> Route: ...
+    def delete(self, pattern: str, handler: Handler | None = None) -> Any:
+        """Register a DELETE route; without a handler, return a decorator."""
+        return self.route("DELETE", pattern, handler)
+
+    @overload
+    def options(self, pattern: str) -> Callable[[H], H]: ...
+    @overload
+    def options(self, pattern: str, handler: Handler) -> Route: ...
+    def options(self, pattern: str, handler: Handler | None = None) -> Any:
+        """Register a OPTIONS route; without a handler, return a decorator."""
+        return self.route("OPTIONS", pattern, handler)
+
+    @overload
+    def head(self, pattern: str) -> Callable[[H], H]: ...
+    @overload
+    def head(self, pattern: str, handler: Handler) -> Route: ...
+    def head(self, pattern: str, handler: Handler | None = None) -> Any:
+        """Register a HEAD route; without a handler, return a decorator."""
+        return self.route("HEAD", pattern, handler)
+
+    @overload
+    def any(self, pattern: str) -> Callable[[H], H]: ...
+    @overload
+    def any(self, pattern: str, handler: Handler) -> Route: ...
+    def any(self, pattern: str, handler: Handler | None = None) -> Any:
+        """Register a route for every method that has no route of its own at `pattern`."""
+        return self.route(ANY, pattern, handler)
+
+    @overload
+    def route(self, method: str, pattern: str, handler: None = None) -> Callable[[H], H]: ...
     @overload
     def route(self, method: str, pattern: str, handler: Handler) -> Route: ...
     def route(self, method: str, pattern: str, handler: Handler | None = None) -> Any:

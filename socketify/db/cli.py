@@ -17,39 +17,49 @@ import os
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import Any
 
+from socketify.command_line import Parser, UsageError
 from socketify.db.database import MIGRATING_ENV
 from socketify.db.migrations import MigrationError, Migrator
 
 __all__ = ["main"]
 
-USAGE = """\
-usage: socketify db migrate           --app module[:server] [--db module:attr] [--dir PATH]
-       socketify db rollback [N]      --app ...   undo the N newest migrations (default 1)
-       socketify db status            --app ...
-       socketify db new NAME          --app ... | --dir PATH
-"""
+USAGE = """socketify db migrate | rollback [N] | status | new NAME --app APP [options]
+
+  migrate         apply the migrations not applied yet, oldest first
+  rollback [N]    undo the N newest migrations (default 1)
+  status          list every migration and when it was applied
+  new NAME        write an empty migration file named after NAME"""
 
 
-class _UsageError(Exception):
-    """A command line we cannot act on."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(message)
+def _parser() -> Parser:
+    parser = Parser("socketify db", USAGE)
+    group = parser.add_argument_group("options")
+    add = group.add_argument
+    add(
+        "command",
+        nargs="?",
+        choices=["migrate", "rollback", "status", "new"],
+        help=argparse.SUPPRESS,
+    )
+    add("argument", nargs="?", help=argparse.SUPPRESS)
+    add("--app", metavar="APP", help="the app whose module has `db` (module[:server])")
+    add("--db", dest="db_spec", metavar="module:attr", help="the Database, if not the app's `db`")
+    add("--dir", metavar="PATH", help="the migrations folder (default: migrations/ beside the app)")
+    add("-h", "--help", action="store_true", help="show this help and exit")
+    return parser
 
 
 def main(argv: list[str]) -> int:
     """Run one `socketify db` command; returns the exit status."""
     try:
         options = _parse(argv)
-    except _UsageError as exc:
-        print(f"error: {exc}\n{USAGE}", file=sys.stderr, end="")
+    except UsageError as exc:
+        print(f"error: {exc}\n(see `socketify db --help`)", file=sys.stderr)
         return 2
     if options.help:
-        print(USAGE, end="")
+        print(_parser().format_help(), end="")
         return 0
     try:
         return _run(options)
@@ -59,27 +69,20 @@ def main(argv: list[str]) -> int:
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    parser = _Parser(prog="socketify db", add_help=False)
-    parser.add_argument("command", nargs="?", choices=["migrate", "rollback", "status", "new"])
-    parser.add_argument("argument", nargs="?")
-    parser.add_argument("--app")
-    parser.add_argument("--db", dest="db_spec")
-    parser.add_argument("--dir")
-    parser.add_argument("-h", "--help", action="store_true")
-    options = parser.parse_args(argv)
+    options = _parser().parse_args(argv)
     if options.help:
         return options
     if options.command is None:
-        raise _UsageError("a command is required")
+        raise UsageError("a command is required")
     if options.command == "new" and not options.argument:
-        raise _UsageError("new needs a NAME")
+        raise UsageError("new needs a NAME")
     if options.command == "rollback" and options.argument is not None:
         if not options.argument.isdigit() or int(options.argument) < 1:
-            raise _UsageError(f"rollback takes a positive number, not {options.argument!r}")
+            raise UsageError(f"rollback takes a positive number, not {options.argument!r}")
     elif options.command in ("migrate", "status") and options.argument is not None:
-        raise _UsageError(f"{options.command} takes no argument")
+        raise UsageError(f"{options.command} takes no argument")
     if options.app is None and not (options.command == "new" and options.dir):
-        raise _UsageError("--app module:server is required")
+        raise UsageError("--app module:server is required")
     return options
 
 

@@ -146,8 +146,9 @@ def spa(
 ) -> Middleware:
     """Static files plus history-API fallback: unanswered page navigations get `index`.
 
-    A navigation is a GET or HEAD that accepts text/html and whose last path segment has no
-    extension (`/app/settings`, not `/app/logo.png` or an API call made with fetch()). Routes
+    A navigation is a GET or HEAD that accepts HTML (text/html, or anything: `*/*`, or no
+    Accept at all, as curl sends) and whose last path segment has no extension
+    (`/app/settings`, not `/app/logo.png`). Routes
     still win: the index is only served when the request would otherwise end in 404.
     `exclude` lists path prefixes (whole segments: `/api` covers `/api/x`, not `/apis`) whose
     404s stay 404s even for a browser's navigation, e.g. an API opened in a tab.
@@ -197,6 +198,30 @@ def _names_root_index(req: Request, mount: list[str], index: str) -> bool:
 
 
 # -- request path ---------------------------------------------------------------------------
+
+
+def _accepts_html(accept: str) -> bool:
+    """Whether an Accept header lets HTML through: no header, text/html, text/* or */*.
+
+    curl sends `*/*` and a browser navigation `text/html,...`: both get the page. A range
+    with q=0 refuses it, as RFC 9110 says.
+    """
+    if not accept:
+        return True
+    for item in accept.split(","):
+        media, _, parameters = item.partition(";")
+        if media.strip().lower() not in ("text/html", "text/*", "*/*"):
+            continue
+        quality = next(
+            (p.split("=", 1)[1] for p in parameters.split(";") if p.strip().startswith("q=")),
+            "1",
+        )
+        try:
+            if float(quality) > 0:
+                return True
+        except ValueError:
+            continue
+    return False
 
 
 def _below_mount(req: Request, mount: list[str]) -> list[str] | None:
@@ -363,7 +388,7 @@ def _precompressed(
 
 
 def _is_navigation(req: Request, mount: list[str]) -> bool:
-    if req.method not in ("GET", "HEAD") or "text/html" not in req.header("accept"):
+    if req.method not in ("GET", "HEAD") or not _accepts_html(req.header("accept")):
         return False
     segments = _below_mount(req, mount)
     if segments is None:

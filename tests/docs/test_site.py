@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -16,7 +13,7 @@ import pytest
 
 from tests.docs.fences import DOCS
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
 REPO = DOCS.parent
 DIRECTIVE = re.compile(r"^::: (\S+)", re.MULTILINE)
@@ -31,25 +28,10 @@ PACKAGES = (
     "socketify.realtime.pulse",
     "socketify.socketify_py",
     "socketify.state.redis",
+    "socketify.tcp",
     "socketify.testing",
+    "socketify.wsgi",
 )
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The site as `mkdocs build --strict` writes it (a warning fails the build)."""
-    out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=110,
-    )
-    assert result.returncode == 0, result.stderr
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +96,31 @@ def test_every_public_name_of_each_referenced_module_is_rendered(anchors: set[st
             if not documented_as(module, name) & anchors
         ]
     assert missing == []
+
+
+# `_name` is private; `__version__` and other dunders are not.
+PRIVATE_ANCHOR = re.compile(r'id="(?:socketify|workers)[\w.]*\._[A-Za-z0-9]\w*"')
+
+
+def test_no_reference_page_shows_a_private_name(site: Path) -> None:
+    shown = {
+        page.relative_to(site).as_posix(): PRIVATE_ANCHOR.findall(page.read_text())
+        for page in (site / "reference").rglob("*.html")
+    }
+    assert {page: names for page, names in shown.items() if names} == {}
+
+
+def test_the_route_verbs_are_documented_with_their_signatures(site: Path) -> None:
+    page = (site / "reference" / "routing" / "index.html").read_text()
+    for verb in ("get", "post", "put", "patch", "delete", "options", "head", "any"):
+        assert f'id="socketify.core.routing.Registrar.{verb}"' in page, verb
+    assert "_Shorthand" not in page
+
+
+def test_the_performance_page_is_readmes_section_with_its_charts(site: Path) -> None:
+    page = (site / "performance" / "index.html").read_text()
+    charts = re.findall(r'src="\.\./(results/[\w.-]+\.png)"', page)
+    assert charts, "no chart on the Performance page"
+    for chart in charts:
+        assert (site / chart).is_file(), chart
+    assert "load_tests/run_http.py" in page  # each figure keeps its command

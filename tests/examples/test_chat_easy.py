@@ -49,12 +49,16 @@ def test_lobby_talk_online_count_and_pictures(chat: ServerProcess) -> None:
         bob = _enter(stack, chat, "bob")
         assert _event(ada, "joined") == {"name": "bob"}
         deadline = time.monotonic() + 5
-        count = 0
+        count, seqs = 0, []
         while count != 2 and time.monotonic() < deadline:  # the census settles in a bus hop
             bob.send(easy.envelope("hello", {"name": "again"}))  # refused, but answered
             _event(bob, "error")
-            count = _event(ada, "online")["count"]
+            online = _event(ada, "online")
+            count = online["count"]
+            seqs.append(online["seq"])
         assert count == 2
+        # Stamped from the store every worker shares: the page keeps the newest announcement.
+        assert all(isinstance(seq, int) and seq > 0 for seq in seqs)
         ada.send(easy.envelope("say", {"text": "<b>hi</b>"}))
         assert _event(bob, "said") == {"name": "ada", "text": "<b>hi</b>"}
         picture = media.pack(media.Kind.IMAGE, 0, 1, 5, media.Flag.LAST, b"GIF89a", "image/gif")

@@ -42,7 +42,7 @@ def test_every_example_is_in_the_table() -> None:
     examples = [
         path.name
         for path in EXAMPLES.iterdir()
-        if (path.suffix == ".py" and path.name != "__init__.py")
+        if (path.suffix == ".py" and not path.name.startswith("_"))
         or (path.is_dir() and (path / "__init__.py").exists())
     ]
     missing = [name for name in examples if f"`{name}" not in table]

@@ -123,3 +123,17 @@ def test_socketify_db_sees_the_migration_registered_in_code(
     status = run_cli("db", "status", "--app", APP, env={"DATABASE_URL": database})
     assert status.returncode == 0, status.stderr
     assert status.stdout.split()[:3] == ["applied", "20260720", "seed_flag"]
+
+
+def test_a_note_written_through_one_worker_is_read_alike_through_every_worker(
+    demo: ServerProcess,
+) -> None:
+    posted = requests.post(demo.url + "/notes", json={"tag": "shared", "text": "one"}, timeout=5)
+    assert posted.status_code == 201
+    # Fresh connections spread over both workers (SO_REUSEPORT): each must see the note.
+    answers = set()
+    for _ in range(20):
+        with requests.Session() as fresh:
+            notes = fresh.get(demo.url + "/notes?tag=shared", timeout=5).json()
+        answers.add(tuple(note["_id"] for note in notes))
+    assert answers == {(posted.json()["_id"],)}

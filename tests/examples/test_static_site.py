@@ -52,9 +52,16 @@ def test_missing_files_and_non_page_requests_are_404() -> None:
         404,
         "Not Found\n",
     )
-    assert client.get("/docs/getting-started").status == 404  # fetch() without text/html
+    json_only = {"Accept": "application/json"}
+    assert client.get("/docs/getting-started", headers=json_only).status == 404
+    assert client.get("/api/nothing", headers=PAGE).status == 404  # /api is the API's
     assert client.get("/../examples/static_site/app.py", headers=PAGE).status != 200
     assert client.get("/%2e%2e/app.py").status == 404
+
+
+def test_a_plain_curl_of_a_deep_link_gets_the_page() -> None:
+    page = TestClient(server).get("/docs/getting-started", headers={"Accept": "*/*"})
+    assert (page.status, page.body) == (200, (PUBLIC / "index.html").read_bytes())
 
 
 def test_other_methods_reach_the_routes_instead_of_a_blanket_405() -> None:

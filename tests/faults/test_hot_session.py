@@ -13,6 +13,7 @@ from load_tests.faults import HOT_MASTER_MB, HOT_SHORT_TABLE_MB, run
 from workers.shared.table import GROUP_SLOTS, groups_for
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.timeout(180),
     pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed"),
 ]

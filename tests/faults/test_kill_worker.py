@@ -10,6 +10,7 @@ import pytest
 from load_tests import faults
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.timeout(90),
     pytest.mark.skipif(shutil.which("wrk") is None, reason="the experiment drives wrk"),
 ]

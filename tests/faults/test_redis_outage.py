@@ -9,7 +9,7 @@ import pytest
 from load_tests import faults
 from tests.support.services import require_module, unavailable
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
 
 def test_redis_outage_answers_every_request_within_2_s_and_logs_each_outage_once() -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from load_tests import faults
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.timeout(90), pytest.mark.slow]
 
 
 def test_slowloris_connections_get_408_at_the_deadline_while_ping_stays_fast() -> None:

@@ -43,9 +43,11 @@ def test_app_raising_import_error_stops_the_master_with_the_traceback_and_no_res
 def test_app_path_naming_a_missing_module_gives_a_one_line_error_and_exit_1() -> None:
     result = run_cli("run", "no_such_module_here:server", "--bind", f"127.0.0.1:{free_port()}")
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [
+    error, hint = result.stderr.strip().splitlines()
+    assert error == (
         "error: cannot load app 'no_such_module_here:server': no module named 'no_such_module_here'"
-    ]
+    )
+    assert hint.startswith("hint: ")
     assert "Traceback" not in result.stderr
 
 
@@ -54,7 +56,7 @@ def test_app_path_naming_a_missing_attribute_gives_a_one_line_error_and_exit_1()
         "run", "tests.support.apps.basic:no_such_attr", "--bind", f"127.0.0.1:{free_port()}"
     )
     assert result.returncode == 1
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 2, result.stderr  # the error and a hint
 
 
 def test_port_in_use_gives_failed_to_bind_and_exit_1() -> None:
@@ -157,9 +159,11 @@ def test_info_lists_the_version_and_optional_features() -> None:
     lines = result.stdout.splitlines()
     assert result.returncode == 0
     assert lines[0] == "Socketify 0.1.0"
-    labels = {line.partition(":")[0] for line in lines[1:]}
-    assert {"TLS", "SQLite", "Postgres", "MySQL", "Mongo"} <= labels
-    assert all(line.split(": ")[1] in ("yes", "no") for line in lines[1:])
+    # The import name is shared with socketify.py: say which distribution this one is.
+    assert lines[1].startswith("Distribution: socketify-gevent (")
+    labels = {line.partition(":")[0] for line in lines[2:]}
+    assert {"TLS", "SQLite", "Postgres", "MySQL", "Mongo", "HTTP/2"} <= labels
+    assert all(line.split(": ")[1] in ("yes", "no") for line in lines[2:])
 
 
 def test_no_arguments_print_usage_on_stderr_and_exit_2() -> None:
@@ -169,17 +173,44 @@ def test_no_arguments_print_usage_on_stderr_and_exit_2() -> None:
     assert result.stderr.startswith("usage: socketify")
 
 
-def test_unknown_option_is_named_and_exits_2() -> None:
+def test_help_goes_to_stdout_and_lists_every_command_and_option() -> None:
+    result = run_cli("--help")
+    assert (result.returncode, result.stderr) == (0, "")
+    for command in ("socketify run APP", "socketify db", "socketify systemd-unit APP"):
+        assert command in result.stdout
+    # Generated from the parsers: every declared option has its line.
+    for option in ("--workers N", "--bind ADDR", "--graceful-timeout S", "--run-http DIR"):
+        assert f"  {option}" in result.stdout
+
+
+def test_run_help_goes_to_stdout() -> None:
+    result = run_cli("run", "--help")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.startswith("usage: socketify run APP [options]")
+    assert "--access-log-format F" in result.stdout
+
+
+def test_unknown_option_is_named_in_one_line_with_a_hint_and_exits_2() -> None:
     result = run_cli("--frobnicate")
     assert result.returncode == 2
-    assert result.stderr.startswith("error: unknown option: --frobnicate\n")
-    assert "usage: socketify" in result.stderr
+    assert result.stderr == "error: unknown option: --frobnicate\n(see `socketify --help`)\n"
 
 
 def test_unknown_run_option_exits_2() -> None:
     result = run_cli("run", "tests.support.apps.basic:server", "--frobnicate")
     assert result.returncode == 2
     assert "unknown option: --frobnicate" in result.stderr
+    assert "socketify run --help" in result.stderr
+
+
+def test_a_load_error_is_one_line_and_a_hint() -> None:
+    result = run_cli("run", "json:nothing")
+    assert result.returncode == 1
+    error, hint = result.stderr.splitlines()
+    assert error == (
+        "error: cannot load app 'json:nothing': module 'json' has no attribute 'nothing'"
+    )
+    assert hint.startswith("hint: APP is module:attribute")
 
 
 @pytest.fixture

@@ -406,7 +406,29 @@ def test_spa_serves_index_for_unrouted_navigations_only(static_root: Path) -> No
     assert client.get("/settings", headers={"Accept": "application/json"}).status == 404
     api = client.get("/api/users/7", headers=html)
     assert api.status == 200 and api.body == STATIC_FILES["index.html"]
-    assert client.get("/api/users/7").json() == {"error": "no such user"}
+    assert client.get("/api/users/7", headers={"Accept": "application/json"}).json() == {
+        "error": "no such user"
+    }
+
+
+@pytest.mark.parametrize(
+    "accept", [None, "*/*", "text/*", "application/json, */*;q=0.1", "TEXT/HTML; q=0.5"]
+)
+def test_spa_serves_index_to_any_get_that_lets_html_through(
+    static_root: Path, accept: str | None
+) -> None:
+    server = Server()
+    server.use(static_files.spa(static_root))
+    headers = {} if accept is None else {"Accept": accept}
+    page = TestClient(server).get("/settings/profile", headers=headers)
+    assert (page.status, page.body) == (200, STATIC_FILES["index.html"])
+
+
+@pytest.mark.parametrize("accept", ["application/json", "image/*", "text/html;q=0, */*;q=0"])
+def test_spa_leaves_404_to_a_get_that_refuses_html(static_root: Path, accept: str) -> None:
+    server = Server()
+    server.use(static_files.spa(static_root))
+    assert TestClient(server).get("/settings", headers={"Accept": accept}).status == 404
 
 
 def test_spa_leaves_excluded_prefixes_to_their_404(static_root: Path) -> None:

@@ -27,7 +27,7 @@ from socketify.server.upgraded import (
     check_max_backpressure,
 )
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.timeout(30), pytest.mark.slow]
 
 
 class _Peer:

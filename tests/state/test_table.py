@@ -21,6 +21,8 @@ from workers.shared.table_layout import GROUP_HEAD
 from workers.shared.table_store import TableStore
 from workers.shared.table_upkeep import select, sweep
 
+pytestmark = pytest.mark.slow
+
 SMALL, MEDIUM, LARGE = SLOT_DATA
 
 

@@ -21,6 +21,8 @@ from workers.supervise.context import WorkerContext
 from workers.supervise.master import Master, MasterConfig
 from workers.supervise.sockets import BindError
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.timeout(20)
 def test_start_returns_once_every_worker_is_ready_on_a_resolved_port(launch: StartMaster) -> None:

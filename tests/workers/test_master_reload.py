@@ -12,6 +12,8 @@ from tests.support.raw_client import get
 from tests.support.wait import wait_for
 from tests.workers.master_process import StartMaster
 
+pytestmark = pytest.mark.slow
+
 
 class Hammer:
     """Threads opening a new connection per request, recording answers and failures."""

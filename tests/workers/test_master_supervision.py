@@ -12,6 +12,8 @@ from tests.support.processes import is_alive
 from tests.support.wait import wait_for
 from tests.workers.master_process import StartMaster
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.timeout(20)
 def test_a_killed_worker_is_respawned_and_the_port_keeps_serving(launch: StartMaster) -> None:

@@ -10,6 +10,7 @@ let retryDelay = 500;
 // A picture being received: started by the `picture` event that precedes its first frame,
 // shown when its last frame arrives (one frame, or chunks up to an image-end frame).
 let incoming = null;
+let lastOnlineSeq = 0;
 const speakers = new Set();
 
 function line(className, ...parts) {
@@ -35,6 +36,7 @@ function showPicture(who, mime, parts) {
 
 const handlers = {
   welcome(data) {
+    lastOnlineSeq = 0;  // a restarted server counts from 1 again
     $("gate").hidden = true;
     $("room").hidden = false;
     $("status").textContent = `live as ${data.name}`;
@@ -50,7 +52,12 @@ const handlers = {
     const names = [...speakers];
     $("talking").textContent = names.length ? `${names.join(", ")} talking` : "";
   },
-  online(data) { $("online").textContent = `(${data.count} online)`; },
+  online(data) {
+    // Counts come from every worker and may arrive out of order: keep the newest only.
+    if (data.seq < lastOnlineSeq) return;
+    lastOnlineSeq = data.seq;
+    $("online").textContent = `(${data.count} online)`;
+  },
   error(data) { $("error").textContent = data.message || data.error; },
 };
 
