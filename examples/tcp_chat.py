@@ -6,7 +6,9 @@
 The first line a client sends may be `/nick NAME`; every later line goes to all the others as
 `NAME: text`. Messages cross workers on the master's shared bus (`default_bus()`), so two
 clients accepted by different workers still talk. Each client has a bounded outbox drained by
-its own greenlet: one that stops reading is dropped instead of holding everyone up.
+its own greenlet: one that stops reading is dropped instead of holding everyone up. When the
+server stops or reloads, each client is told so, behind what it was sent before, and its
+connection ends at once instead of holding the old worker.
 
 `examples.tcp_chat:site` serves the chat beside an HTTP app on one master:
 
@@ -18,6 +20,7 @@ Guide: docs/guide/tcp.md.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 
@@ -53,11 +56,21 @@ def chat(conn: tcp.StreamConnection) -> None:
         while (line := outbox.get()) is not None:
             conn.send(line)
 
+    def goodbye(conn: tcp.StreamConnection) -> None:
+        # The server stops or reloads: the last line goes out behind the queued ones, then
+        # closing ends the read loop below (a reload's new workers take the reconnection).
+        with contextlib.suppress(gevent.queue.Full):  # full: it was being dropped anyway
+            outbox.put_nowait(b"* the server is restarting; reconnect in a moment\n")
+            outbox.put_nowait(None)
+        writer.join(timeout=1)
+        conn.close()
+
     bus = default_bus()
     name = b"guest-" + me
     conn.send(b"welcome; /nick NAME to choose a name\n")
     subscription = bus.subscribe(CHANNEL, deliver)
     writer = gevent.spawn(write)
+    conn.on_stop(goodbye)
     try:
         for line in tcp.lines(conn, max_line=MAX_LINE):
             if line.startswith(b"/nick "):

@@ -76,6 +76,9 @@ def imports_of(module: str, path: Path) -> Iterator[Import]:
                 if child.level:
                     parent = package.split(".")[: len(package.split(".")) - (child.level - 1)]
                     base = ".".join([*parent, *([base] if base else [])])
+                # `from pkg import sub` runs pkg/__init__.py and may read `sub` from it: it
+                # imports the package as well as whatever `pkg.sub` names.
+                yield Import(base, not in_function)
                 for alias in child.names:
                     yield Import(f"{base}.{alias.name}", not in_function)
             inner = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
@@ -166,6 +169,17 @@ def test_the_circle_check_finds_a_circle_through_a_function_level_import(
     )
     (package / "e.py").write_text("import pkg.d\n")
     assert circles(module_graph(tmp_path, ("pkg",))) == [["pkg.a", "pkg.b", "pkg.c"]]
+
+
+def test_the_circle_check_counts_from_package_import_module_as_importing_the_package(
+    tmp_path: Path,
+) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from pkg.a import f\n")
+    (package / "a.py").write_text("def f():\n    from pkg import b\n")
+    (package / "b.py").write_text("")
+    assert circles(module_graph(tmp_path, ("pkg",))) == [["pkg", "pkg.a"]]
 
 
 def test_protocol_imports_nothing_of_socketify_above_it(graph: dict[str, set[str]]) -> None:

@@ -2,10 +2,13 @@
 
 At TechEmpower's paths (`/json`, `/db`, `/queries?queries=`, `/fortunes`,
 `/updates?queries=`, `/plaintext`) the database tests use Pony entities through
-`socketify.db`, as an application would: `World[id]`, `Fortune.select()`, an attribute set in
-the request's `db_session`, which commits it. Under `/raw/...` the same four database tests
-use `socketify.db`'s raw queries (`db.get`, `db.select`, `db.execute`) on the same pooled
-connections, without the ORM. `/json` and `/plaintext` touch no database.
+`socketify.db`, as an application would: `World[id]` for the single read, and where building
+one entity per row is the cost, socketify.db's helpers on the entities' mapping:
+`get_columns(World, ids, ...)` for the multiple reads (one SELECT per id, pipelined: one round
+trip with psycopg 3), `select_columns(Fortune, ...)` for the read-only fortunes page and
+`update_rows(World, ...)` for the batch of new numbers, one UPDATE in the request's
+`db_session`. Under `/raw/...` the same four tests use `db.statement(...)`: raw SQL prepared
+once per pooled connection, rows as tuples, `one_each` for the multiple reads.
 
 The fortunes page is `templates/fortunes.html`, rendered by `res.render` (Jinja2,
 autoescaped). The tables are `python -m load_tests.tfb setup`'s, on $TFB_DATABASE_URL; each
@@ -88,13 +91,16 @@ def single_query(req, res):
 
 @orm.get("/queries")
 def queries(req, res):
-    worlds = [World[i] for i in random_ids(queries_count(req.query.get("queries")))]
-    res.json([{"id": world.id, "randomNumber": world.randomNumber} for world in worlds])
+    # One SELECT per id, sent together in one round trip (pipeline mode, with psycopg 3).
+    ids = random_ids(queries_count(req.query.get("queries")))
+    rows = socketify.db.get_columns(World, ids, "id", "randomNumber")
+    res.json([{"id": world_id, "randomNumber": number} for world_id, number in rows])
 
 
 @orm.get("/fortunes")
 def fortunes(req, res):
-    rows = [(fortune.id, fortune.message) for fortune in Fortune.select()]
+    # A read-only page: tuples of the two columns, no entity object per row.
+    rows = socketify.db.select_columns(Fortune, "id", "message")
     rows.append((0, ADDITIONAL_FORTUNE))
     rows.sort(key=by_message)
     res.render("fortunes.html", fortunes=rows)
@@ -102,42 +108,40 @@ def fortunes(req, res):
 
 @orm.get("/updates")
 def updates(req, res):
-    # Every row is read before any is changed: a change is flushed before the session's next
-    # query, and would hold its row's lock through all the reads that follow.
-    worlds = [World[i] for i in random_ids(queries_count(req.query.get("queries")))]
-    for world in worlds:
-        world.randomNumber = random_number()
-    res.json([{"id": world.id, "randomNumber": world.randomNumber} for world in worlds])
-    # the session commits the changed rows when the handler returns
+    ids = random_ids(queries_count(req.query.get("queries")))
+    rows = socketify.db.get_columns(World, ids, "id")
+    changed = [(world_id, random_number()) for (world_id,) in rows]
+    # One UPDATE for the whole batch, in the request's db_session (committed when the
+    # handler returns), rather than one UPDATE per changed entity at commit.
+    socketify.db.update_rows(World, ["randomNumber"], changed)
+    res.json([{"id": world_id, "randomNumber": number} for world_id, number in changed])
 
 
 # -- raw queries ----------------------------------------------------------------------------------
 
 raw = server.group("/raw").use(socketify.db.middleware(db))
 
-# Pony's raw SQL: `$name` is a value of the dictionary passed with the query.
-READ_WORLD = "SELECT id, randomnumber FROM world WHERE id = $world_id"
+# Prepared once per pooled connection; rows come back as tuples.
+read_world = db.statement("SELECT id, randomnumber FROM world WHERE id = $1")
+read_fortunes = db.statement("SELECT id, message FROM fortune")
 # One statement for all the rows, in id order like the reads.
-WRITE_WORLDS = (
+write_worlds = db.statement(
     "UPDATE world SET randomnumber = new.number"
-    " FROM unnest($ids::int[], $numbers::int[]) AS new(id, number)"
+    " FROM unnest($1::int[], $2::int[]) AS new(id, number)"
     " WHERE world.id = new.id"
 )
 
 
 @raw.get("/db")
 def raw_single_query(req, res):
-    found, number = db.get(READ_WORLD, {"world_id": random_id()})
+    found, number = read_world.one(random_id())
     res.json({"id": found, "randomNumber": number})
 
 
 def _read_worlds(ids: list[int]) -> list[dict[str, Any]]:
-    read = db.get
-    answer = []
-    for world_id in ids:
-        found, number = read(READ_WORLD, {"world_id": world_id})
-        answer.append({"id": found, "randomNumber": number})
-    return answer
+    # One SELECT per id, all sent in one round trip where the driver allows (pipeline mode).
+    rows = read_world.one_each([(world_id,) for world_id in ids])
+    return [{"id": found, "randomNumber": number} for found, number in rows]
 
 
 @raw.get("/queries")
@@ -147,7 +151,7 @@ def raw_queries(req, res):
 
 @raw.get("/fortunes")
 def raw_fortunes(req, res):
-    rows = db.select("SELECT id, message FROM fortune")
+    rows = read_fortunes.all()
     rows.append((0, ADDITIONAL_FORTUNE))
     rows.sort(key=by_message)
     res.render("fortunes.html", fortunes=rows)
@@ -160,5 +164,5 @@ def raw_updates(req, res):
         world["randomNumber"] = random_number()
     ids = [world["id"] for world in answer]
     numbers = [world["randomNumber"] for world in answer]
-    db.execute(WRITE_WORLDS, {"ids": ids, "numbers": numbers})
+    write_worlds.run(ids, numbers)
     res.json(answer)

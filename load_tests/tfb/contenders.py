@@ -102,7 +102,7 @@ SERVERS = {
 IMPLEMENTATIONS = {
     implementation.name: implementation
     for implementation in (
-        Implementation("ours-pony", "ours: Pony entities", "socketify", TEST_TYPES),
+        Implementation("ours-pony", "ours: Pony + socketify.db helpers", "socketify", TEST_TYPES),
         Implementation("ours-raw", "ours: raw queries", "socketify", DATABASE_TESTS, "/raw"),
         Implementation("flask", "Flask + SQLAlchemy, gunicorn gevent", "flask", TEST_TYPES),
         Implementation("django", "Django ORM, gunicorn gevent", "django", TEST_TYPES),

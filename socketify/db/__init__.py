@@ -18,6 +18,13 @@ document store on memory, SQLite, PostgreSQL or MongoDB).
 `socketify.db.get_row(User, 1)` reads a row as a plain dict (`User[1].to_dict()`), for
 read-only answers.
 
+Raw SQL: `db.statement("SELECT ... WHERE id = $1")` is made once and run per request with
+`.one(...)`, `.all(...)`, `.run(...)` or `.run_many(rows)`, rows as tuples, prepared per
+connection on PostgreSQL (`socketify.db.statements`). Many rows of an entity's table at
+once, without an object per row: `select_columns(Entity, "a", "b")`, `get_columns(Entity,
+keys, "a", "b")` (on PostgreSQL with psycopg 3, pipelined: one round trip) and
+`update_rows(Entity, ["a"], [(pk, value), ...])` (`socketify.db.bulk`).
+
 The fast path. By default `User[1]` is Pony's, built in fewer steps; reading a loaded value
 (`user.name`) is Pony's read in one call; a read-only request ends its session without Pony's
 commit machinery; `get_row` makes no entity object. All of that works inside Pony's internals
@@ -36,11 +43,13 @@ turns itself off, with one logged warning, on a Pony release it was not verified
 
 from __future__ import annotations
 
+from socketify.db.bulk import get_columns, select_columns, update_rows
 from socketify.db.database import DEFAULT_URL, Database, connect
 from socketify.db.errors import ErrorAnswer, answer_for
 from socketify.db.middleware import middleware, transactional
 from socketify.db.pool import BoundedPool, DatabaseUnavailable, PoolStats, PoolTimeout
 from socketify.db.rows import get_row
+from socketify.db.statements import Statement
 from socketify.db.urls import DatabaseURL, parse_url
 
 __all__ = [
@@ -52,10 +61,14 @@ __all__ = [
     "ErrorAnswer",
     "PoolStats",
     "PoolTimeout",
+    "Statement",
     "answer_for",
     "connect",
+    "get_columns",
     "get_row",
     "middleware",
     "parse_url",
+    "select_columns",
     "transactional",
+    "update_rows",
 ]

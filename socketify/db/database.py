@@ -12,21 +12,28 @@ socketify.db.fastpath or stay Pony's own; `db.fast_path` says which it got.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
 import pony.orm
 
-from socketify.db import fastpath, green
+import socketify.db.fastpath as fastpath
+import socketify.db.green as green
+from socketify.db.pipeline import PipelineReads, pipeline_refusal
 from socketify.db.pool import BoundedPool, PoolStats
 from socketify.db.providers import provider_class
 from socketify.db.providers.base import POOL_SIZE, POOL_TIMEOUT
 from socketify.db.rows import ROW_READERS
+from socketify.db.statements import Statement
 from socketify.db.urls import DatabaseURL, parse_url
 
 __all__ = ["DEFAULT_URL", "MIGRATING_ENV", "Database", "connect"]
 
+log = logging.getLogger("socketify.db")
+
 DEFAULT_URL = "sqlite:///app.db"
+_UNDECIDED = object()  # `pipeline_reads` not asked yet in this database
 # Set by `socketify db ...` while it imports the app: the schema is the migrations' business,
 # so `generate_mapping` neither checks nor creates tables then.
 MIGRATING_ENV = "SOCKETIFY_DB_MIGRATING"
@@ -86,6 +93,40 @@ class Database(pony.orm.Database):
             for entity in self.entities.values():
                 speed_up_reads(entity)
         return result
+
+    def statement(self, sql: str) -> Statement:
+        """A raw statement with `$1`, `$2`... parameters, prepared once per connection on
+        PostgreSQL; its rows are tuples (see socketify.db.statements)."""
+        return Statement(self, sql)
+
+    def pipeline_reads(self) -> PipelineReads | None:
+        """This process's psycopg 3 pool for pipelined reads (PostgreSQL); None where they
+        cannot run: another dialect, psycopg 3 missing or not cooperative (logged once)."""
+        reads = self.__dict__.get("_pipeline_reads", _UNDECIDED)
+        if reads is _UNDECIDED:
+            reads = None
+            if self.url.dialect == "postgres":
+                reason = pipeline_refusal()
+                if reason is None:
+                    reads = PipelineReads(self.url.params, self.url.schema, self.pool)
+                else:
+                    log.warning("pipelined reads off, one round trip per read: %s", reason)
+            self._pipeline_reads = reads
+        return reads
+
+    def close_idle_connections(self) -> None:
+        """Close this process's idle connections, of every pool the database keeps."""
+        self.pool.close_idle()
+        reads = self.__dict__.get("_pipeline_reads")
+        if isinstance(reads, PipelineReads):
+            reads.close_idle()
+
+    def disconnect(self) -> None:
+        """Pony's `disconnect`, and the idle connections of the pipelined reads' pool."""
+        super().disconnect()
+        reads = self.__dict__.get("_pipeline_reads")
+        if isinstance(reads, PipelineReads):
+            reads.close_idle()
 
     def use_local_class(self, local_cls: type) -> None:
         """Keep this database's per-thread query statistics (`last_sql`, `local_stats`) on

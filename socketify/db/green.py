@@ -56,9 +56,8 @@ def track(db: Any) -> None:
 
 def _close_idle_connections() -> None:
     for db in list(_databases):
-        provider = db.provider
-        if provider is not None:
-            provider.pool.close_idle()
+        if db.provider is not None:
+            db.close_idle_connections()
 
 
 def _on_gevent_event(event: object) -> None:

@@ -37,8 +37,9 @@ from typing import Any
 
 from pony.orm import db_session, rollback
 
+import socketify.db.fastpath as fastpath
+import socketify.db.green as green
 from socketify.core.chain import Hooked, hooked
-from socketify.db import fastpath, green
 from socketify.db.errors import answer_for, send_answer
 
 __all__ = ["close_session", "in_db_session", "middleware", "open_session", "transactional"]

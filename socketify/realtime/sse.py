@@ -15,6 +15,11 @@ shut down). An event stream has no way to say why, and needs none: the browser's
 that fell behind wants anyway; a dropped event in the middle of a live stream would instead
 be lost without anyone knowing.
 
+A graceful stop or reload of the worker ends every stream: its `on_stop` callbacks run first
+(the place for a last event, such as a `retry` hint that spreads the reconnections out),
+then what was sent is flushed (for `STOP_FLUSH` at most) and the connection closes. The
+browser reconnects to a worker that is still serving.
+
 `Hub` rooms span workers: a broadcast encodes the event once and publishes the bytes once on
 the cross-worker bus; each worker writes them to its own members of the room, each write
 bounded like any other. The rooms are `socketify.realtime.rooms.Rooms`, shared with Pulse;
@@ -65,6 +70,7 @@ log = logging.getLogger("socketify.error")
 # would end early, so each becomes its own `data:` line.
 _LINES = re.compile(r"\r\n|\r|\n")
 _FLUSH_ON_CLOSE = 5.0  # seconds close() waits for the backlog before dropping it
+STOP_FLUSH = 2.0  # ... when the server stops: shorter, the worker waits for it
 _ids = itertools.count(1)
 
 
@@ -96,6 +102,7 @@ class EventStream:
     __slots__ = (
         "_closing",
         "_on_close",
+        "_on_stop",
         "_out",
         "_reader",
         "alive",
@@ -121,6 +128,7 @@ class EventStream:
         self._out = Outbound()  # held until the head is out; events sent meanwhile wait
         self._reader: Connection | None = None
         self._on_close: list[Callable[[EventStream], Any]] = []
+        self._on_stop: list[Callable[[EventStream], Any]] = []
 
     # -- sending ----------------------------------------------------------------------------
 
@@ -194,15 +202,26 @@ class EventStream:
         else:
             fn(self)
 
+    def on_stop(self, fn: Callable[[EventStream], Any]) -> None:
+        """Call `fn(stream)` when a graceful stop or reload begins, before the stream ends.
+
+        The place for a last event; the stream is flushed and closed when the callbacks
+        return (the browser's `EventSource` then reconnects to a worker still serving).
+        """
+        self._on_stop.append(fn)
+
     def close(self) -> None:
         """Flush what was sent, then close the connection."""
+        self._close(_FLUSH_ON_CLOSE)
+
+    def _close(self, flush_timeout: float) -> None:
         if self._closing or not self.alive:
             return
         self._closing = True
         out, conn = self._out, self._reader
         if conn is None:
             return  # still in the handler: the connection closes after flushing the queue
-        if not out.wait_flushed(_FLUSH_ON_CLOSE):
+        if not out.wait_flushed(flush_timeout):
             log.debug("SSE stream %s closed with a backlog", self.id)
         shutdown(conn)  # the reading greenlet wakes with EOF and ends the connection
 
@@ -220,6 +239,7 @@ class EventStream:
             self._gone()
             return
         beat = gevent.spawn(self._beat) if self.heartbeat else None
+        unsubscribe = conn.service.stop_signal.subscribe(self._server_stopping)
         try:
             if self._closing:
                 out.wait_flushed(_FLUSH_ON_CLOSE)
@@ -227,10 +247,23 @@ class EventStream:
             while read_some(conn):
                 pass  # what a client sends on an event stream means nothing: discarded
         finally:
+            unsubscribe()
             if beat is not None:
                 beat.kill(block=False)
             out.abort()
             self._gone()
+
+    def _server_stopping(self) -> None:
+        """The worker stops: last events from the `on_stop` callbacks, then the end."""
+        callbacks, self._on_stop = self._on_stop, []
+        for fn in callbacks:
+            if not self.writable:
+                return
+            try:
+                fn(self)
+            except Exception:
+                log.exception("SSE on_stop callback failed")
+        self._close(STOP_FLUSH)
 
     def _beat(self) -> None:
         assert self.heartbeat is not None

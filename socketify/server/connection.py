@@ -10,8 +10,8 @@ requests already in the buffer are answered in one batch and written with one se
 batch served without waiting, the greenlet yields so no connection starves the others.
 
 On a bind behind a TCP proxy the connection first reads the PROXY protocol header (see
-`server.proxy_intake`), before the TLS handshake: the client address it names becomes `addr`,
-and the bytes that came with it are handed on to TLS or the HTTP parser.
+`server.proxy_intake`), before the TLS handshake: the client address it names becomes `addr`;
+the reader takes exactly the header, so what follows stays in the socket for TLS or HTTP.
 
 A connection that speaks HTTP/2 (TLS chose `h2` by ALPN, or a cleartext client opened with
 the HTTP/2 preface) is handed to `server.http2.Http2Session` after the handshake or its first
@@ -39,7 +39,7 @@ from gevent import GreenletExit, get_hub, getcurrent, sleep
 from socketify.core.request import Request
 from socketify.core.response import Response
 from socketify.protocol.http11 import CLOSED, NEED_DATA, ParseError, RequestHead, ServerConnection
-from socketify.protocol.proxy_header import ProxyHeader, ProxyHeaderError, ProxyHeaderParser
+from socketify.protocol.proxy_header import ProxyHeader
 from socketify.server.errors import Expired, PeerGone
 from socketify.server.exchange import FileRange, request_for, response_parts
 from socketify.server.file_sender import send_file
@@ -142,22 +142,16 @@ class Connection:
         """Answer requests until the client leaves, an error closes, or the server stops."""
         service = self.service
         try:
-            early = b""  # the client's bytes that came with the PROXY header
-            if self.proxy is not None:
-                received = self._read_proxy_header()
-                if received is None:
-                    return
-                early = received
+            if self.proxy is not None and not self._read_proxy_header():
+                return
             if self.tls is not None:
-                self.sock = TlsStream(self.tls, self.sock, early)
+                self.sock = TlsStream(self.tls, self.sock)
                 if not self._handshake():
                     return
                 if service.http2 and self.sock.alpn_protocol == "h2":
                     self._serve_http2(b"")
                     return
             else:
-                if early:
-                    self.http.receive_data(early)
                 if service.http2 and self._starts_http2():
                     self._serve_http2(self.http.take_buffered())
                     return
@@ -174,32 +168,19 @@ class Connection:
             self.close()
             service.forget(self)
 
-    def _read_proxy_header(self) -> bytes | None:
-        """Read the PROXY header within header_timeout; the bytes after it, or None: close."""
+    def _read_proxy_header(self) -> bool:
+        """Read the PROXY header within header_timeout; False: close."""
         proxy = self.proxy
         assert proxy is not None
-        if not proxy.allows(self.addr):
-            log.warning("closed a connection from %s: not allowed to send PROXY", self.addr)
-            return None
-        parser = ProxyHeaderParser()
         self.phase = PREAMBLE
         self.deadline = _monotonic() + self.service.options.header_timeout
         try:
-            while True:
-                try:
-                    data = self.sock.recv(READ_SIZE)
-                except BlockingIOError:
-                    self.wait_readable()
-                    continue
-                header = parser.feed(data)
-                if header is not None:
-                    break
-        except ProxyHeaderError as exc:
-            log.warning("closed a connection from %s: %s", self.addr, exc)
-            return None
+            header = proxy.read_header(self.sock, self.addr, self.wait_readable)
         except Expired:
             log.warning("closed a connection from %s: no PROXY header in time", self.addr)
-            return None
+            return False
+        if header is None:
+            return False
         self.phase = IDLE
         self.proxy_header = header
         if header.source is not None:
@@ -208,7 +189,7 @@ class Connection:
         tls_info = header.tls
         if tls_info is not None and tls_info.client_ssl:
             self.origin_scheme = "https"  # the proxy ended the client's TLS
-        return parser.rest
+        return True
 
     def _handshake(self) -> bool:
         """Complete the TLS handshake within idle_timeout; False (close silently) if it fails."""
@@ -237,8 +218,7 @@ class Connection:
         """
         self.deadline = _monotonic() + self.service.options.idle_timeout
         http = self.http
-        if not http.buffered:  # bytes that came with a PROXY header are already there
-            self._receive()
+        self._receive()
         while True:
             start = http.peek(len(PREFACE))
             if start == PREFACE:

@@ -3,10 +3,11 @@
 Theory of operation. SSE (`EventStream.serve`) takes over a connection through a few names:
 `Outbound` writes with `sock.send` (never waits; takes what it can) and `send` (parks the
 writer), `read_some` reads with `http.buffered`, `sock.recv` and `wait_readable` and sees the
-end as b"", `shutdown` ends it. `StreamChannel` gives the same names for one stream, so an
-event stream keeps its bounded backlog over HTTP/2: `sock.send` takes only what the stream's
-window and the session's socket backlog allow now, so what a slow client has not read waits
-in the `Outbound` queue, where `max_backpressure` sees it.
+end as b"", `shutdown` ends it, and `service.stop_signal` says when a graceful stop begins.
+`StreamChannel` gives the same names for one stream, so an event stream keeps its bounded
+backlog over HTTP/2: `sock.send` takes only what the stream's window and the session's
+socket backlog allow now, so what a slow client has not read waits in the `Outbound` queue,
+where `max_backpressure` sees it.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class _Socket:
 class StreamChannel:
     """An HTTP/2 stream with the part of a `Connection`'s surface `server.upgraded` uses."""
 
-    __slots__ = ("_stream", "deadline", "http", "sock")
+    __slots__ = ("_stream", "deadline", "http", "service", "sock")
 
     scheme = "h2"  # not "https": the session, not this channel, drains the TLS layer
     buffered = 0  # no bytes of an earlier protocol are waiting (read_some asks `http`)
@@ -61,6 +62,7 @@ class StreamChannel:
         self.sock = _Socket(stream)
         self.http = self
         self.deadline: float | None = None
+        self.service = stream.session.conn.service  # the HTTP service the connection is of
 
     def take_buffered(self) -> bytes:
         """Nothing: an HTTP/2 stream starts with no leftover bytes."""

@@ -11,11 +11,11 @@ from __future__ import annotations
 import socket
 from typing import TYPE_CHECKING, Any
 
-import gevent
 from gevent import socket as cooperative
 
+from socketify.server.acceptor import plain_socket
 from socketify.server.connection import Connection
-from socketify.server.service import HttpService, plain_socket
+from socketify.server.service import HttpService
 
 if TYPE_CHECKING:
     from socketify.core.application import Application
@@ -29,7 +29,5 @@ def open_connection(app: Application, remote_addr: str) -> Any:
     ours, theirs = socket.socketpair()
     # The plain socket class, non-blocking, as the accept loop hands them to connections.
     raw = plain_socket(ours.family, ours.type, ours.proto, ours.detach())
-    conn = Connection(service, raw, remote_addr)
-    service.connections.add(conn)
-    conn.greenlet = gevent.spawn_raw(conn.serve)
+    service.adopt(Connection(service, raw, remote_addr))
     return cooperative.socket(fileno=theirs.detach())

@@ -1,31 +1,26 @@
-"""The HTTP service of one worker: accept loop, connection registry, deadlines, draining.
+"""The HTTP service of one worker: its connections, their deadlines, and how it stops.
 
-Theory of operation. Each listening socket gets a libev read watcher whose callback runs in
-the hub, accepts every pending connection without blocking, and spawns a raw greenlet per
-connection. At `max_connections` the watchers stop, so new clients wait in the kernel's
-backlog instead of being accepted and starved; an EMFILE pauses accepting briefly instead of
-spinning. One sweeper greenlet expires connections whose phase deadline has
-passed, every quarter second. `stop(graceful=True)` closes the listeners, gives idle
-keep-alive connections a short grace (a request may be on the wire), lets in-flight requests
-finish (their answer carries `Connection: close`), and returns when all are gone or
-`graceful_timeout` has passed. HTTP/2 connections get GOAWAY and finish their open streams.
+Theory of operation. An `Acceptor` takes connections in (cap, EMFILE pause, PROXY header
+binds) and hands each to a `Connection` greenlet. One sweeper greenlet expires connections
+whose phase deadline has passed, every quarter second. `stop(graceful=True)` closes the
+listeners and sets the stop signal: Pulse channels close with 1001 (Going Away) and event
+streams end, HTTP/2 connections say GOAWAY and finish their open streams, idle keep-alive
+connections get a short grace (a request may be on the wire), and in-flight requests finish
+(their answer carries `Connection: close`). It returns as soon as every connection has ended,
+or when `graceful_timeout` has passed.
 """
 
 from __future__ import annotations
 
-import errno
-import logging
-import os
 import socket
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import gevent
-from gevent import get_hub
-from gevent.monkey import get_original
 
 from socketify.server import green_asyncio
+from socketify.server.acceptor import Acceptor
 from socketify.server.connection import IDLE, Connection
 from socketify.server.tls_stream import server_context
 
@@ -34,15 +29,10 @@ if TYPE_CHECKING:
     from socketify.core.options import ServerOptions
     from socketify.core.tls_options import TlsOptions
     from socketify.server.proxy_intake import ProxyIntake
-
-_PlainSocket = get_original("socket", "socket")
-
-log = logging.getLogger("socketify.error")
+    from socketify.server.stop_signal import StopSignal
 
 SWEEP_INTERVAL = 0.25
-ACCEPT_PAUSE = 0.1  # after EMFILE/ENFILE: give closing connections a moment to free fds
 STOP_IDLE_GRACE = 1.0  # seconds an idle keep-alive connection may still send after a stop
-_ACCEPT_BATCH = 64  # accepts per readiness callback before others get a turn
 
 
 class HttpService:
@@ -61,25 +51,16 @@ class HttpService:
         self.app = app
         self.options: ServerOptions = app.settings
         green_asyncio.install()  # `async def` handlers run on this process's asyncio loop
-        self.stopping = False
-        self.connections: set[Connection] = set()
+        self.acceptor = Acceptor(
+            listeners,
+            self._start_serving,
+            max_connections=self.options.max_connections,
+            proxy=proxy,
+        )
         # Called once per answered request (max_requests recycling lives in the worker);
         # PERF: bound here so the connection makes one call, not two.
         self.request_done: Callable[[], Any] = on_request or _count_nothing
-        # What answers a request; rebound by start() once the app is frozen (see there).
-        self._given = list(listeners)  # closed on stop too: see stop_accepting
-        self._listeners = [_raw_listener(sock) for sock in listeners]
-        loop = get_hub().loop
-        self._watchers = [loop.io(sock.fileno(), 1) for sock in self._listeners]
-        # Per listener: the PROXY protocol settings when its bind expects the header, else None.
-        self._proxies = [
-            proxy if proxy is not None and proxy.covers(sock.getsockname()) else None
-            for sock in listeners
-        ]
-        self._paused = False
         self._sweeper: Any = None
-        self._drained = gevent.event.Event()
-        self._drained.set()
         # HTTP/2 when the options ask for it: ALPN over TLS, the preface on cleartext (the
         # connection checks its first bytes).
         # `http2=False` is the command line's `--no-http2`, over the app's own option.
@@ -93,37 +74,28 @@ class HttpService:
             self.http2_session = Http2Session
         self._tls_context = server_context(tls, self.http2) if tls is not None else None
 
+    @property
+    def stopping(self) -> bool:
+        """True once the service stopped accepting (a stop is under way)."""
+        return self.acceptor.stopping
+
+    @property
+    def stop_signal(self) -> StopSignal:
+        """Set when a graceful stop begins; upgraded connections subscribe to it."""
+        return self.acceptor.stop_signal
+
+    @property
+    def connections(self) -> set[Connection]:
+        """The connections being served."""
+        return self.acceptor.connections
+
     def start(self) -> None:
         """Begin accepting; returns at once (everything runs in greenlets)."""
-        app = self.app
-        app.freeze()
-        self._start_watchers()
+        self.app.freeze()
+        self.acceptor.start()
         self._sweeper = gevent.spawn(self._sweep)
 
-    # -- accepting ------------------------------------------------------------------------------
-
-    def _accept(self, listener: Any, proxy: ProxyIntake | None) -> None:
-        limit = self.options.max_connections
-        for _ in range(_ACCEPT_BATCH):
-            if len(self.connections) >= limit:
-                self._pause()
-                return
-            try:
-                fd, addr = accept_fd(listener)
-            except BlockingIOError:
-                return
-            except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    log.warning("accept failed (%s); pausing accepts", exc.strerror)
-                    self._pause(ACCEPT_PAUSE)
-                elif exc.errno not in (errno.ECONNABORTED, errno.EPROTO, errno.EINTR):
-                    log.error("accept failed: %s", exc)
-                return
-            sock = plain_socket(listener.family, listener.type, listener.proto, fd)
-            self._spawn(sock, addr, proxy)
-
-    def _spawn(self, sock: Any, addr: Any, proxy: ProxyIntake | None) -> None:
-        sock.setblocking(False)
+    def _start_serving(self, sock: Any, addr: Any, proxy: ProxyIntake | None) -> Connection:
         if sock.family != socket.AF_UNIX:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             peer = addr[0]
@@ -131,38 +103,17 @@ class HttpService:
             peer = "unix"
         # TLS (its handshake) and the PROXY header run in the connection's greenlet.
         conn = Connection(self, sock, peer, tls=self._tls_context, proxy=proxy)
-        self.connections.add(conn)
-        self._drained.clear()
+        conn.greenlet = gevent.spawn_raw(conn.serve)
+        return conn
+
+    def adopt(self, conn: Connection) -> None:
+        """Serve `conn`, made elsewhere (an in-process connection), as if accepted."""
+        self.acceptor.track(conn)
         conn.greenlet = gevent.spawn_raw(conn.serve)
 
     def forget(self, conn: Connection) -> None:
         """A connection ended: drop it, and resume accepting if we were full."""
-        self.connections.discard(conn)
-        if not self.connections:
-            self._drained.set()
-        if self._paused and len(self.connections) < self.options.max_connections:
-            self._resume()
-
-    def _pause(self, seconds: float | None = None) -> None:
-        if self._paused:
-            return
-        self._paused = True
-        for watcher in self._watchers:
-            watcher.stop()
-        if seconds is not None:
-            get_hub().loop.timer(seconds).start(self._resume)
-
-    def _resume(self) -> None:
-        if not self._paused or self.stopping:
-            return
-        self._paused = False
-        self._start_watchers()
-
-    def _start_watchers(self) -> None:
-        for watcher, sock, proxy in zip(
-            self._watchers, self._listeners, self._proxies, strict=True
-        ):
-            watcher.start(self._accept, sock, proxy)
+        self.acceptor.forget(conn)
 
     # -- deadlines ------------------------------------------------------------------------------
 
@@ -179,34 +130,27 @@ class HttpService:
 
     def stop_accepting(self) -> None:
         """Close the listeners; connections already accepted carry on."""
-        if self.stopping:
-            return
-        self.stopping = True
-        for watcher in self._watchers:
-            watcher.close()
-        # The given sockets too, not only our duplicates: while any fd of this process still
-        # refers to a listening socket the kernel keeps completing handshakes into its queue,
-        # and those clients would hang until we exit instead of being refused now.
-        for sock in (*self._listeners, *self._given):
-            sock.close()
+        self.acceptor.stop_accepting()
 
     def stop(self, graceful: bool = True, timeout: float | None = None) -> None:
-        """Stop accepting; with `graceful`, let in-flight requests finish first."""
-        self.stop_accepting()
+        """Stop accepting; with `graceful`, let what is in flight finish first (see above)."""
+        acceptor = self.acceptor
         if graceful:
-            self._close_idle()
-            wait = self.options.graceful_timeout if timeout is None else timeout
-            self._drained.wait(wait)
-        for conn in list(self.connections):
-            conn.close()
+            acceptor.begin_stop()
+            self._wind_down()
+            acceptor.drain(self.options.graceful_timeout if timeout is None else timeout)
+        else:
+            acceptor.stop_accepting()
+        acceptor.close_all()
         if self._sweeper is not None:
             self._sweeper.kill(block=False)
 
-    def _close_idle(self) -> None:
+    def _wind_down(self) -> None:
         # An idle keep-alive client may have a request on the wire right now: closing at once
         # would fail it. Give idle connections a short grace instead; whatever arrives is
         # answered with `Connection: close`, and silent ones are closed when it runs out.
         # An HTTP/2 connection says GOAWAY now and closes once its open streams are answered.
+        # Upgraded connections heard the stop signal.
         deadline = time.monotonic() + STOP_IDLE_GRACE
         for conn in list(self.connections):
             if conn.http2 is not None:
@@ -217,25 +161,3 @@ class HttpService:
 
 def _count_nothing() -> None:
     """The request counter when nothing counts requests (in-process mode, tests)."""
-
-
-def plain_socket(family: int, type: int, proto: int, fd: int) -> Any:
-    """The standard library's own socket class (not gevent's) on `fd`, non-blocking.
-
-    PERF: the server does its own readiness waits, so it skips the cooperative wrapper's
-    Python layers on every recv and send.
-    """
-    sock = _PlainSocket(family, type, proto, fd)
-    sock.setblocking(False)
-    return sock
-
-
-def accept_fd(listener: Any) -> tuple[int, Any]:
-    """(fd, address) of the next connection waiting on a non-blocking `listener`."""
-    sock, addr = listener.accept()
-    return sock.detach(), addr
-
-
-def _raw_listener(sock: socket.socket) -> Any:
-    """A non-blocking listener of the plain socket class on a duplicate of `sock`'s fd."""
-    return plain_socket(sock.family, sock.type, sock.proto, os.dup(sock.fileno()))

@@ -1,20 +1,20 @@
-"""The TCP service of one worker: accept loop, connection registry, cap, idle timeout, drain.
+"""The TCP service of one worker: handlers on accepted connections, idle timeout, stop.
 
-Theory of operation. As in the HTTP service, each listening socket gets a libev read watcher
-that accepts every pending connection without blocking; each connection gets a greenlet that
-runs the user's handler on a `StreamConnection` over a gevent socket. The connection stamps
-each completed read and write; one sweeper greenlet expires connections idle for longer than
-`idle_timeout`, and the read or write their handler waits in raises `IdleTimeout`. At
-`max_connections` the watchers stop and new clients wait in the kernel's backlog.
-`stop(graceful=True)` closes the listeners, lets running handlers finish for up to
-`graceful_timeout`, then closes what is left (a handler blocked in a read gets an error).
+Theory of operation. An `Acceptor` takes connections in (cap, EMFILE pause, PROXY header
+binds), exactly as for the HTTP service; each connection gets a greenlet that reads the PROXY
+header where one is expected, completes the TLS handshake where there is one, and runs the
+user's handler on a `StreamConnection` over a gevent socket. The connection stamps each
+completed read and write; one sweeper greenlet expires connections idle for longer than
+`idle_timeout`, and the read or write their handler waits in raises `IdleTimeout`.
+`stop(graceful=True)` closes the listeners and sets the stop signal, which handlers see as
+`conn.stopping`, `conn.wait_stop()` and their `conn.on_stop` callbacks (the moment to say
+goodbye); it returns as soon as every handler has returned, or after `graceful_timeout`,
+when it closes what is left (a handler blocked in a read gets an error).
 """
 
 from __future__ import annotations
 
-import errno
 import logging
-import os
 import socket
 import ssl
 import time
@@ -22,20 +22,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import gevent
-import gevent.event
-from gevent import get_hub
 from gevent import socket as green_socket
 
-from socketify.protocol.proxy_header import (
-    V1_MAX_LENGTH,
-    V1_PREFIX,
-    V2_SIGNATURE,
-    ProxyHeader,
-    ProxyHeaderError,
-    parse_proxy_header,
-)
+from socketify.server.acceptor import Acceptor
 from socketify.server.proxy_intake import ProxyIntake
-from socketify.server.service import ACCEPT_PAUSE, accept_fd, plain_socket
 from socketify.server.tls_stream import server_context
 from socketify.tcp.connection import StreamConnection, TlsInfo
 from socketify.tcp.errors import StreamError
@@ -48,7 +38,6 @@ __all__ = ["TcpService"]
 
 log = logging.getLogger("socketify.error")
 
-_ACCEPT_BATCH = 64  # accepts per readiness callback before others get a turn
 SWEEP_INTERVAL = 0.25
 _STOP_JOIN = 1.0  # after closing the leftovers, how long their handlers get to unwind
 
@@ -68,86 +57,68 @@ class TcpService:
         self.service = service
         self.options = service.settings
         # Which binds expect a PROXY protocol header: the command line's, else the service's.
-        self.proxy = proxy or ProxyIntake.build(
-            self.options.proxy_protocol, self.options.proxy_allow
+        proxy = proxy or ProxyIntake.build(self.options.proxy_protocol, self.options.proxy_allow)
+        self.acceptor = Acceptor(
+            listeners,
+            self._start_serving,
+            max_connections=self.options.max_connections,
+            proxy=proxy,
         )
-        self.stopping = False
-        # Each connection's greenlet -> its socket (the TLS one once the handshake wraps it).
-        self.connections: dict[gevent.Greenlet, Any] = {}
-        self.streams: dict[gevent.Greenlet, StreamConnection] = {}  # those past the handshake
         self._sweeper: gevent.Greenlet | None = None
         self._connection_done = on_connection
-        self._given = list(listeners)
-        self._listeners = [
-            plain_socket(sock.family, sock.type, sock.proto, os.dup(sock.fileno()))
-            for sock in listeners
-        ]
-        loop = get_hub().loop
-        self._watchers = [loop.io(sock.fileno(), 1) for sock in self._listeners]
-        self._paused = False
-        self._drained = gevent.event.Event()
-        self._drained.set()
         self._tls_context = server_context(tls) if tls is not None else None
+
+    @property
+    def stopping(self) -> bool:
+        """True once the service stopped accepting (a stop is under way)."""
+        return self.acceptor.stopping
+
+    @property
+    def connections(self) -> set[TcpClient]:
+        """The connections being served."""
+        return self.acceptor.connections
 
     def start(self) -> None:
         """Begin accepting; returns at once (everything runs in greenlets)."""
-        for watcher, sock in zip(self._watchers, self._listeners, strict=True):
-            watcher.start(self._accept, sock)
+        self.acceptor.start()
         if self.options.idle_timeout is not None:
             self._sweeper = gevent.spawn(self._sweep, self.options.idle_timeout)
 
-    # -- accepting ------------------------------------------------------------------------------
+    def _start_serving(self, sock: Any, addr: Any, proxy: ProxyIntake | None) -> TcpClient:
+        # The handler reads in blocking style: a cooperative socket on the accepted fd.
+        fd = sock.detach()
+        client = TcpClient(green_socket.socket(sock.family, sock.type, sock.proto, fileno=fd))
+        client.greenlet = gevent.spawn(self._serve, client, addr, proxy)
+        return client
 
-    def _accept(self, listener: Any) -> None:
-        limit = self.options.max_connections
-        for _ in range(_ACCEPT_BATCH):
-            if len(self.connections) >= limit:
-                self._pause()
-                return
-            try:
-                fd, addr = accept_fd(listener)
-            except BlockingIOError:
-                return
-            except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    log.warning("accept failed (%s); pausing accepts", exc.strerror)
-                    self._pause(ACCEPT_PAUSE)
-                elif exc.errno not in (errno.ECONNABORTED, errno.EPROTO, errno.EINTR):
-                    log.error("accept failed: %s", exc)
-                return
-            sock = green_socket.socket(listener.family, listener.type, listener.proto, fileno=fd)
-            proxied = self.proxy is not None and self.proxy.covers(listener.getsockname())
-            greenlet = gevent.Greenlet(self._serve, sock, addr, proxied)
-            self.connections[greenlet] = sock
-            self._drained.clear()
-            greenlet.start()
-
-    def _serve(self, sock: Any, addr: Any, proxied: bool = False) -> None:
+    def _serve(self, client: TcpClient, addr: Any, proxy: ProxyIntake | None) -> None:
         options = self.options
-        conn: StreamConnection | None = None
-        greenlet = gevent.getcurrent()
+        sock = client.sock
         try:
             if sock.family != socket.AF_UNIX:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if proxied:
-                addr = self._client_address(sock, addr)
+            if proxy is not None:
+                addr = self._client_address(sock, addr, proxy)
                 if addr is None:
                     return
             tls = None
             if self._tls_context is not None:
                 sock.settimeout(options.handshake_timeout)
-                sock = self._tls_context.wrap_socket(
+                sock = client.sock = self._tls_context.wrap_socket(
                     sock, server_side=True, do_handshake_on_connect=False
                 )
-                self.connections[greenlet] = sock
                 sock.do_handshake()
                 sock.settimeout(None)
                 tls = TlsInfo.of(sock)
-            conn = StreamConnection(
-                sock, addr, local=sock.getsockname(), max_line=options.max_line, tls=tls
+            client.stream = StreamConnection(
+                sock,
+                addr,
+                local=sock.getsockname(),
+                max_line=options.max_line,
+                tls=tls,
+                stop=self.acceptor.stop_signal,
             )
-            self.streams[greenlet] = conn
-            self.service.handler(conn)
+            self.service.handler(client.stream)
         except TimeoutError:  # idle, or a TLS handshake or PROXY header not done in time
             log.debug("closing connection from %r: timed out", addr)
         except StreamError as exc:
@@ -160,128 +131,70 @@ class TcpService:
         except Exception:
             log.exception("TCP handler %r failed on a connection from %r", self.service, addr)
         finally:
-            if conn is not None:
-                conn.close()
-            else:
-                sock.close()
-            self._forget(greenlet)
+            client.close()
+            self.acceptor.forget(client)
+            if self._connection_done is not None:
+                self._connection_done()
 
-    def _client_address(self, sock: Any, addr: Any) -> Any:
+    def _client_address(self, sock: Any, addr: Any, proxy: ProxyIntake) -> Any:
         """Read the PROXY header (within handshake_timeout): the client's address it names,
         the peer's own for a LOCAL or UNSPEC one, or None when the connection must close."""
-        proxy = self.proxy
-        assert proxy is not None
         peer = "unix" if sock.family == socket.AF_UNIX else addr[0]
-        if not proxy.allows(peer):
-            log.warning("closed a connection from %s: not allowed to send PROXY", peer)
+        # The cooperative socket parks in recv itself: the reader never needs to wait.
+        with gevent.Timeout(self.options.handshake_timeout, TimeoutError):
+            header = proxy.read_header(sock, peer, _never)
+        if header is None:
             return None
-        sock.settimeout(self.options.handshake_timeout)
-        try:
-            header = read_proxy_header(sock)
-        except ProxyHeaderError as exc:
-            log.warning("closed a connection from %s: %s", peer, exc)
-            return None
-        sock.settimeout(None)
         return header.source if header.source is not None else addr
-
-    def _forget(self, greenlet: Any) -> None:
-        self.connections.pop(greenlet, None)
-        self.streams.pop(greenlet, None)
-        if not self.connections:
-            self._drained.set()
-        if self._paused and len(self.connections) < self.options.max_connections:
-            self._resume()
-        if self._connection_done is not None:
-            self._connection_done()
-
-    def _pause(self, seconds: float | None = None) -> None:
-        if self._paused:
-            return
-        self._paused = True
-        for watcher in self._watchers:
-            watcher.stop()
-        if seconds is not None:
-            get_hub().loop.timer(seconds).start(self._resume)
-
-    def _resume(self) -> None:
-        if not self._paused or self.stopping:
-            return
-        self._paused = False
-        for watcher, sock in zip(self._watchers, self._listeners, strict=True):
-            watcher.start(self._accept, sock)
 
     def _sweep(self, idle_timeout: float) -> None:
         while True:
             gevent.sleep(SWEEP_INTERVAL)
             stale = time.monotonic() - idle_timeout
-            for conn in list(self.streams.values()):
-                if conn.last_active < stale:
-                    conn.expire()
+            for client in list(self.connections):
+                stream = client.stream
+                if stream is not None and stream.last_active < stale:
+                    stream.expire()
 
     # -- stopping -------------------------------------------------------------------------------
 
     def stop_accepting(self) -> None:
         """Close the listeners; connections already accepted carry on."""
-        if self.stopping:
-            return
-        self.stopping = True
-        for watcher in self._watchers:
-            watcher.close()
-        # Every fd of this process on a listening socket keeps the kernel completing
-        # handshakes into its queue; closing them all refuses new clients now.
-        for sock in (*self._listeners, *self._given):
-            sock.close()
+        self.acceptor.stop_accepting()
 
     def stop(self, graceful: bool = True, timeout: float | None = None) -> None:
-        """Stop accepting; with `graceful`, let handlers finish (up to the timeout) first."""
-        self.stop_accepting()
+        """Stop accepting; with `graceful`, tell the handlers and let them finish first."""
+        acceptor = self.acceptor
         if graceful:
-            wait = self.options.graceful_timeout if timeout is None else timeout
-            self._drained.wait(wait)
-        left = list(self.connections.items())
-        for _, sock in left:
-            sock.close()  # a handler blocked on it gets an error and unwinds
-        greenlets = [greenlet for greenlet, _ in left]
-        gevent.joinall(greenlets, timeout=_STOP_JOIN)
-        gevent.killall([greenlet for greenlet in greenlets if not greenlet.dead], block=False)
+            acceptor.begin_stop()
+            acceptor.drain(self.options.graceful_timeout if timeout is None else timeout)
+        else:
+            acceptor.stop_accepting()
+        left = [client.greenlet for client in acceptor.connections]
+        acceptor.close_all()  # a handler blocked on its socket gets an error and unwinds
+        gevent.joinall(left, timeout=_STOP_JOIN)
+        gevent.killall([greenlet for greenlet in left if not greenlet.dead], block=False)
         if self._sweeper is not None:
             self._sweeper.kill(block=False)
 
 
-def read_proxy_header(sock: Any) -> ProxyHeader:
-    """Read exactly one PROXY protocol header from a blocking (cooperative) socket.
+class TcpClient:
+    """One accepted TCP connection: its greenlet, its socket, and the handler's view of it."""
 
-    Exactly: the bytes after it are the service's own and stay in the socket for the TLS
-    handshake or the handler, so the header is read by its length (version 2 states it) or
-    up to its CRLF (version 1, found by peeking). ProxyHeaderError for anything else.
-    """
-    start = _recv_exactly(sock, len(V1_PREFIX))
-    if V2_SIGNATURE.startswith(start):
-        preamble = start + _recv_exactly(sock, 16 - len(start))
-        data = preamble + _recv_exactly(sock, int.from_bytes(preamble[14:16], "big"))
-    elif start == V1_PREFIX:
-        data = start
-        while not data.endswith(b"\n"):  # the parser refuses a bare LF
-            if len(data) >= V1_MAX_LENGTH:
-                raise ProxyHeaderError("PROXY v1 line longer than 107 bytes")
-            ahead = sock.recv(V1_MAX_LENGTH - len(data), socket.MSG_PEEK)
-            if not ahead:
-                raise ProxyHeaderError("the connection closed within the PROXY v1 line")
-            end = ahead.find(b"\n")
-            data += _recv_exactly(sock, end + 1 if end >= 0 else len(ahead))
-    else:
-        raise ProxyHeaderError("the connection does not start with a PROXY protocol header")
-    parsed = parse_proxy_header(data)
-    if parsed is None or parsed[1] != len(data):
-        raise ProxyHeaderError("malformed PROXY protocol header")
-    return parsed[0]
+    __slots__ = ("greenlet", "sock", "stream")
+
+    def __init__(self, sock: Any) -> None:
+        self.sock = sock  # the TLS socket once the handshake wraps it
+        self.greenlet: Any = None
+        self.stream: StreamConnection | None = None  # once past the PROXY header and TLS
+
+    def close(self) -> None:
+        """Close the connection; a handler blocked on it wakes up (again is fine)."""
+        if self.stream is not None:
+            self.stream.close()
+        else:
+            self.sock.close()
 
 
-def _recv_exactly(sock: Any, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise ProxyHeaderError("the connection closed within its PROXY protocol header")
-        data += chunk
-    return data
+def _never() -> None:
+    """The wait of a cooperative socket's reader: its recv parks by itself."""

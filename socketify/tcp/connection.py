@@ -9,19 +9,59 @@ Idle time is tracked, not timed: every read or write that completes stamps `last
 the server's sweeper calls `expire()` on a connection idle for too long. That closes the
 socket, and the read or write the handler is blocked in raises `IdleTimeout`.
 PERF: a socket timeout would start and stop a libev timer around every wait instead.
+
+A graceful stop (or the old workers' part of a reload) is announced, not imposed: `stopping`
+turns True, `wait_stop` returns, and the `on_stop` callbacks run, each in a greenlet of its
+own, while the handler carries on. A callback may say goodbye and `close()` the connection:
+a read the handler is blocked in then ends as the end of the stream. A handler that ignores
+the stop is closed when the service's `graceful_timeout` runs out.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from socketify.tcp.errors import IdleTimeout, IncompleteRead, LineTooLong
 
-__all__ = ["StreamConnection", "TlsInfo"]
+__all__ = ["StopNotice", "StreamConnection", "TlsInfo"]
 
 RECV_SIZE = 65536
+
+
+class StopNotice(Protocol):
+    """How the server announces a graceful stop (`server.stop_signal.StopSignal`)."""
+
+    @property
+    def is_set(self) -> bool:
+        """True once the stop has begun."""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Park until the stop begins (or `timeout`); True if it has."""
+
+    def subscribe(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Run `callback()` when the stop begins; returns the unsubscriber."""
+
+
+class _NeverStops:
+    """The notice of a connection no server stops (one made by hand, e.g. in a test)."""
+
+    is_set = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if timeout is None:
+            raise ValueError("nothing will ever stop this connection: give a timeout")
+        time.sleep(timeout)
+        return False
+
+    def subscribe(self, callback: Callable[[], object]) -> Callable[[], None]:
+        return _nothing
+
+
+def _nothing() -> None:
+    """Unsubscribes nothing."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +91,8 @@ class StreamConnection:
     __slots__ = (
         "_buffer",
         "_sock",
+        "_stop",
+        "_unsubscribers",
         "closed",
         "expired",
         "last_active",
@@ -68,6 +110,7 @@ class StreamConnection:
         local: Any = None,
         max_line: int = 65536,
         tls: TlsInfo | None = None,
+        stop: StopNotice | None = None,
     ) -> None:
         self._sock = sock
         self._buffer = bytearray()
@@ -78,6 +121,8 @@ class StreamConnection:
         self.closed = False
         self.expired = False  # closed by the server for idling
         self.last_active = time.monotonic()  # when a read or write last completed
+        self._stop: StopNotice = stop if stop is not None else _NeverStops()
+        self._unsubscribers: list[Callable[[], None]] = []
 
     def __repr__(self) -> str:
         return f"<StreamConnection peer={self.peer!r}{' tls' if self.tls else ''}>"
@@ -145,6 +190,8 @@ class StreamConnection:
         except OSError:
             if self.expired:
                 raise IdleTimeout from None
+            if self.closed:
+                return b""  # closed on our side (an `on_stop` goodbye): the stream ends
             raise
         self.last_active = time.monotonic()
         return data
@@ -162,10 +209,33 @@ class StreamConnection:
         self.last_active = time.monotonic()
 
     def close(self) -> None:
-        """Close the connection (again is fine)."""
+        """Close the connection (again is fine); a read blocked on it ends the stream."""
         if not self.closed:
             self.closed = True
+            for unsubscribe in self._unsubscribers:
+                unsubscribe()
+            self._unsubscribers.clear()
             self._sock.close()
+
+    # -- the server stopping ------------------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        """True once the server began a graceful stop or reload: time to wind down."""
+        return self._stop.is_set
+
+    def wait_stop(self, timeout: float | None = None) -> bool:
+        """Park the caller until the server begins a graceful stop (or `timeout`); True if so."""
+        return self._stop.wait(timeout)
+
+    def on_stop(self, fn: Callable[[StreamConnection], Any]) -> None:
+        """Call `fn(conn)` in a greenlet of its own when a graceful stop or reload begins.
+
+        At once if it has begun; never once the connection is closed. The place to send a
+        goodbye and `close()`: the handler's pending read then sees the end of the stream.
+        """
+        if not self.closed:
+            self._unsubscribers.append(self._stop.subscribe(lambda: fn(self)))
 
     def expire(self) -> None:
         """Close an idle connection: the read or write its handler waits in raises IdleTimeout."""

@@ -64,3 +64,14 @@ def test_no_connection_crosses_a_fork(pg_url: str) -> None:
     assert report["child"]["backend"] != report["parent_before"]
     assert report["parent_after"] not in (report["parent_before"], report["child"]["backend"])
     assert report["items"] == 3
+
+
+def test_pipelined_reads_wait_cooperatively(pg_url: str) -> None:
+    pytest.importorskip("psycopg", reason="pip install 'psycopg[binary]'")
+    report = run_script("gevent_pipeline.py", pg_url)
+    assert report["results"] == [[[1], [2]], [[10], [11]]]
+    assert report["pipeline_opened"] == 2  # both greenlets read on psycopg 3 connections
+    # Each greenlet's two 0.15 s sleeps run one after the other on its connection (0.3 s);
+    # the two greenlets overlap, and the hub keeps ticking: one after the other >= 0.6 s.
+    assert report["elapsed"] < 0.55
+    assert report["ticks"] >= 15

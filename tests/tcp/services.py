@@ -40,9 +40,31 @@ def _crash(conn: tcp.StreamConnection) -> None:
     conn.send(b"fine\n")
 
 
+def _farewell(conn: tcp.StreamConnection) -> None:
+    """Echo lines; when the server stops, say goodbye and close (the read then ends)."""
+    conn.on_stop(_say_goodbye)
+    conn.send(b"hello\n")
+    for line in tcp.lines(conn, keepends=True):
+        conn.send(line)
+
+
+def _say_goodbye(conn: tcp.StreamConnection) -> None:
+    conn.send(b"bye: the server is stopping\n")
+    conn.close()
+
+
+def _watchful(conn: tcp.StreamConnection) -> None:
+    """Wait for the stop instead of reading, then tell the client it came."""
+    conn.send(b"waiting\n")
+    if conn.wait_stop(timeout=60.0) and conn.stopping:
+        conn.send(b"stop seen\n")
+
+
 idle = tcp.Service(_echo, idle_timeout=0.5)
 capped = tcp.Service(_echo, max_connections=1)
 framed = tcp.Service(_frame_echo)
 slow = tcp.Service(_slow, graceful_timeout=5)
 whoami = tcp.Service(_whoami)
 crash = tcp.Service(_crash)
+farewell = tcp.Service(_farewell)  # graceful_timeout: the 30-second default
+watchful = tcp.Service(_watchful)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 
 import pytest
@@ -39,6 +40,23 @@ def test_every_other_client_gets_each_line_whichever_worker_serves_it(serve: Lau
     finally:
         for client in clients:
             client.close()
+
+
+def test_a_reload_tells_every_client_and_new_workers_take_them_back(serve: Launcher) -> None:
+    server = serve("examples.tcp_chat:service", workers=2)
+    clients = [join(server.tcp, f"user{number}") for number in range(4)]
+    try:
+        server.signal(signal.SIGHUP)
+        for client in clients:
+            assert read_line(client) == b"* the server is restarting; reconnect in a moment\n"
+            assert client.recv(100) == b""
+    finally:
+        for client in clients:
+            client.close()
+    ada, bob = join(server.tcp, "ada"), join(server.tcp, "bob")
+    with ada, bob:
+        ada.sendall(b"back again\n")
+        assert read_line(bob) == b"ada: back again\n"
 
 
 def test_a_bundle_serves_http_and_the_chat_on_one_master(serve: Launcher) -> None:

@@ -194,6 +194,35 @@ def test_graceful_stop_closes_an_idle_client_after_the_graceful_timeout(serve: L
     assert server.wait_exit(10) == 0
 
 
+def test_a_handler_hears_the_stop_says_goodbye_and_the_worker_exits_at_once(
+    serve: Launcher,
+) -> None:
+    server = serve("tests.tcp.services:farewell", workers=2)
+    with connect(server) as first, connect(server) as second:
+        for sock in (first, second):
+            assert read_line(sock) == b"hello\n"
+        first.sendall(b"still here\n")
+        assert read_line(first) == b"still here\n"
+        started = time.monotonic()
+        server.signal(signal.SIGTERM)
+        for sock in (first, second):
+            assert read_line(sock) == b"bye: the server is stopping\n"
+            assert read_to_close(sock) == b""
+        # Far below the 30-second graceful_timeout: nothing was left to wait for.
+        assert server.wait_exit(12) == 0
+        assert time.monotonic() - started < 12
+    assert "Traceback" not in server.output()
+
+
+def test_a_handler_waiting_for_the_stop_wakes_when_a_reload_begins(serve: Launcher) -> None:
+    server = serve("tests.tcp.services:watchful")
+    with connect(server) as sock:
+        assert read_line(sock) == b"waiting\n"
+        server.signal(signal.SIGHUP)
+        assert read_line(sock) == b"stop seen\n"
+        assert read_to_close(sock) == b""
+
+
 def test_hup_replaces_the_workers_and_keeps_serving(serve: Launcher) -> None:
     server = serve("examples.tcp_echo:service")
     before = set(server.workers())

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 from pony.orm import core
 
-from socketify.db import green
+import socketify.db.green as green
 from socketify.db.errors import answer_for, send_answer
 from socketify.db.pool import BoundedPool
 

@@ -23,6 +23,11 @@ holds the connection; `on_close` reports 1008 either way. With
 `close_on_backpressure_limit=False` the channel stays open and only drops, as uWebSockets
 does by default. A channel whose peer stays silent through its `idle_timeout` (and the ping
 after it) gets a close frame with 1001 before the connection is dropped.
+
+A graceful stop or reload of the worker closes every channel with 1001 (Going Away): the
+`on_stop` callbacks run first (a last message may go out), then the close handshake, which
+waits for the peer's answer only `STOP_CLOSE_TIMEOUT`, so a stopping worker is not held by
+a peer that never answers.
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ __all__ = ["Channel"]
 log = logging.getLogger("socketify.error")
 
 CLOSE_TIMEOUT = 5.0  # how long a close we started waits for the peer's close frame
+STOP_CLOSE_TIMEOUT = 2.0  # ... when the server stops: shorter, the worker waits for it
 LINGER_SECONDS = 1.0  # after failing the connection, how long we let the peer read our close
 _ids = itertools.count(1)
 
@@ -91,6 +97,7 @@ class Channel:
         "_on_close",
         "_on_ping",
         "_on_pong",
+        "_on_stop",
         "_on_text",
         "_out",
         "_proto",
@@ -140,6 +147,7 @@ class Channel:
         self._on_ping: BytesHandler | None = None
         self._on_pong: BytesHandler | None = None
         self._on_close: list[CloseHandler] = []
+        self._on_stop: list[Callable[[Channel], Any]] = []
 
     # -- callbacks ----------------------------------------------------------------------------
 
@@ -182,6 +190,14 @@ class Channel:
             run(self, self.close_code or CloseCode.ABNORMAL, "")
         return fn
 
+    def on_stop(self, fn: Callable[[Channel], Any]) -> Callable[[Channel], Any]:
+        """`fn(ch)` when a graceful stop or reload begins, before the 1001 close (appends).
+
+        The place for a last message; the channel closes with 1001 when the callbacks return.
+        """
+        self._on_stop.append(blocking(fn, "the Pulse on_stop callback"))
+        return fn
+
     # -- sending ------------------------------------------------------------------------------
 
     def send_text(self, text: str) -> SendStatus:
@@ -213,10 +229,13 @@ class Channel:
 
         The close frame goes out even past `max_backpressure` (it waits behind the backlog).
         """
+        return self._close(code, reason, CLOSE_TIMEOUT)
+
+    def _close(self, code: int, reason: str, timeout: float) -> bool:
         if not self._send(Protocol.close, code, reason, backpressure=False):
             return False
         if self._out.attached:  # in the handler the timer starts once the 101 is out
-            self._close_timer = gevent.spawn_later(CLOSE_TIMEOUT, self._close_timed_out)
+            self._close_timer = gevent.spawn_later(timeout, self._close_timed_out)
         return True
 
     def _send(
@@ -284,6 +303,7 @@ class Channel:
         out = self._out
         out.on_drain = self._drained
         self._reader = conn
+        unsubscribe = conn.service.stop_signal.subscribe(self._server_stopping)
         try:
             if not out.attach(conn):
                 self._finish(CloseCode.ABNORMAL, "")
@@ -303,11 +323,25 @@ class Channel:
                 close = self._wait_for_end(conn)
             self._ending(conn, out, close)
         finally:
+            unsubscribe()
             if self._close_timer is not None:
                 self._close_timer.kill(block=False)
             out.abort()
             if self.alive:
                 self._finish(CloseCode.ABNORMAL, "")
+
+    def _server_stopping(self) -> None:
+        """The worker stops: last words from the `on_stop` callbacks, then close with 1001."""
+        callbacks, self._on_stop = self._on_stop, []
+        for fn in callbacks:
+            if not self.alive:
+                return
+            try:
+                fn(self)
+            except Exception:
+                log.exception("Pulse on_stop callback failed")
+        if self._proto.state is State.OPEN:
+            self._close(CloseCode.GOING_AWAY, "server stopping", STOP_CLOSE_TIMEOUT)
 
     def _take(self, data: bytes) -> Close | None:
         """Feed `data`, run the callbacks, write the protocol's replies; the Close, if any."""
