@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from socketify.protocol.http2 import frames
+import socketify.protocol.http2.frames as frames  # the module alone: the package imports us
 from socketify.protocol.http2.events import (
     BodyData,
     ConnectionTerminated,
