@@ -131,6 +131,7 @@ class Application(Registrar):
             chain = self._chain
             assert chain is not None
         res.templates = self.templates
+        req.max_json_size = self.settings.max_json_size
         try:
             chain.run(req, res)
             if not res.ended:

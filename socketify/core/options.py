@@ -20,6 +20,7 @@ _POSITIVE_SIZES = (
     "max_header_size",
     "max_target_size",
     "max_body_size",
+    "max_json_size",
     "max_connections",
     "backlog",
     "http2_max_concurrent_streams",
@@ -48,8 +49,15 @@ class ServerOptions:
     max_header_size: int = 16384
     max_target_size: int = 8192
     max_body_size: int = 16 * 1024 * 1024
+    # What `req.json()` parses at most: parsed JSON takes 15-40 times the memory of its
+    # text, so a body max_body_size allows could cost a worker hundreds of MiB.
+    max_json_size: int = 1024 * 1024
     max_connections: int = 10_000
     compression: Any = True  # bool or a CompressionOptions
+    # Request heads end their lines with CRLF; a bare LF is refused (400) because a proxy in
+    # front that reads only CRLF as a line end would see other headers than we do. True
+    # accepts bare LF in the head, for old clients that reach the server directly.
+    allow_bare_lf: bool = False
     trust_proxy: bool = False
     debug: bool = False
     tls: Any = None  # None or a TlsOptions

@@ -7,7 +7,8 @@
     unique violation (in the session cache or the database) 409 {"error": "already exists"}
     other integrity violation (foreign key, check)          409 {"error": "constraint violated"}
     optimistic check failed (a concurrent update)           409 {"error": "modified concurrently"}
-    pool timeout, database unreachable                      503 + Retry-After
+    pool timeout, database unreachable, connection lost     503 + Retry-After
+      (killed, server restarting, network gone)
 
 A ValueError raised by the application's own code is not a validation error and stays a 500:
 only exceptions raised inside Pony count, recognised by where they were raised.
@@ -24,7 +25,14 @@ from pony.orm import core as orm
 
 from socketify.db.pool import DatabaseUnavailable
 
-__all__ = ["ErrorAnswer", "answer_for", "integrity_error", "is_unique_violation", "send_answer"]
+__all__ = [
+    "ErrorAnswer",
+    "answer_for",
+    "connection_lost",
+    "integrity_error",
+    "is_unique_violation",
+    "send_answer",
+]
 
 log = logging.getLogger("socketify.db")
 
@@ -53,6 +61,8 @@ def answer_for(exc: BaseException) -> ErrorAnswer | None:
     """The HTTP answer for `exc`, or None when it is a server-side bug (a 500)."""
     if isinstance(exc, DatabaseUnavailable):
         return ErrorAnswer(503, {"error": exc.message or "database unavailable"}, exc.headers)
+    if connection_lost(exc):
+        return ErrorAnswer(503, {"error": "database unavailable"}, {"Retry-After": "1"})
     if isinstance(exc, orm.ObjectNotFound):
         return ErrorAnswer(404, {"error": "not found"})
     if isinstance(exc, orm.CacheIndexError):
@@ -136,6 +146,31 @@ def integrity_error(exc: BaseException) -> BaseException | None:
         # Not __context__: an error raised while *handling* a conflict is not a conflict.
         current = wrapped or current.__cause__
     return None
+
+
+# PostgreSQL: connection exceptions (class 08), and the server ending the session: admin
+# shutdown (pg_terminate_backend, a fast stop), crash shutdown, cannot connect now.
+_PG_GONE = ("57P01", "57P02", "57P03")
+# MySQL/MariaDB client errors: cannot connect, server has gone away, lost connection during
+# query; server errors: shutdown in progress, connection killed.
+_MYSQL_GONE = frozenset({2003, 2006, 2013, 1053, 1927})
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether `exc` (or the driver error Pony wraps in it) says the database connection is
+    gone: a 503 to retry, not a bug. Pony already runs a query again once on a fresh
+    connection; this is what is left when that failed too."""
+    error = getattr(exc, "original_exc", None) or exc
+    name = type(error).__name__
+    if name == "InterfaceError":  # psycopg2 "connection already closed", pymysql (0, '')
+        return True
+    if name != "OperationalError":
+        return False
+    if hasattr(error, "pgcode"):  # psycopg2
+        code = error.pgcode
+        return code is None or code.startswith("08") or code in _PG_GONE
+    args: tuple[Any, ...] = getattr(error, "args", ())
+    return bool(args) and args[0] in _MYSQL_GONE
 
 
 def is_unique_violation(error: BaseException) -> bool:

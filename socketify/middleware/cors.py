@@ -9,6 +9,12 @@ origin rule becomes one function. Per request:
    `reflect_origin` echoes an allowed origin; `*` without credentials answers `*`; `*` with
    credentials allows nothing (a wildcard must never carry cookies); a list (or one origin)
    matches case-insensitively and answers the configured spelling; a callable decides.
+   The origin `null` is never echoed, whatever the rule: sandboxed iframes, `data:` and
+   `file:` pages and some redirects all send it, so allowing it allows any site that wants
+   to hide behind one of those. `*` with `reflect_origin` and credentials (echo every
+   origin, cookies included) is refused at creation unless the loudly named opt-in
+   `unsafe_reflect_any_origin_with_credentials` is given: it lets every website act with
+   the user's session, which is what CORS exists to prevent.
 3. A preflight (OPTIONS with `Access-Control-Request-Method`) gets the methods, headers,
    private-network and max-age headers and ends with 204 — unless `preflight_continue`, which
    passes it on. Other requests get `Access-Control-Expose-Headers` (when allowed) and go on.
@@ -44,8 +50,21 @@ def middleware(
     max_age_seconds: int = 600,
     allow_private_network: bool = False,
     preflight_continue: bool = False,
+    unsafe_reflect_any_origin_with_credentials: bool = False,
 ) -> Hooked:
     """CORS for every request (empty methods or headers: echo what the preflight asks)."""
+    if (
+        reflect_origin
+        and allow_credentials
+        and _names_any_origin(allow_origin)
+        and not unsafe_reflect_any_origin_with_credentials
+    ):
+        raise ValueError(
+            "cors: reflect_origin=True with allow_credentials=True and allow_origin='*' would"
+            " let every website make requests with your users' cookies and read the answers;"
+            " list the origins you trust instead (or, if you really mean it, pass"
+            " unsafe_reflect_any_origin_with_credentials=True)"
+        )
     decide, varies = _origin_rule(allow_origin, reflect_origin, allow_credentials)
     methods = _joined(allow_methods)
     headers = _joined(allow_headers)
@@ -58,7 +77,12 @@ def middleware(
             if varies:
                 add_vary(res, "Origin")
             return True
-        allowed = "*" if decide is _any_origin else decide(origin)
+        if decide is _any_origin:
+            allowed: str | None = "*"  # the same answer for every origin, never credentials
+        elif origin == "null":
+            allowed = None  # any page can send `null` (see the module doc)
+        else:
+            allowed = decide(origin)
         if allowed is not None:
             res.set_header("Access-Control-Allow-Origin", allowed)
             if allow_credentials:
@@ -100,6 +124,12 @@ def middleware(
 
 def _any_origin(origin: str) -> str | None:
     return "*"
+
+
+def _names_any_origin(rule: OriginRule) -> bool:
+    if callable(rule):
+        return False
+    return "*" in ([rule] if isinstance(rule, str) else list(rule))
 
 
 def _joined(value: str | Iterable[str]) -> str:

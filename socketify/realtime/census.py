@@ -171,6 +171,11 @@ class RoomCensus:
             peer = self._peers[sender] = _Peer(seq, now)
             peer.synced = seq == 1  # we have heard everything it ever said
         else:
+            if seq <= peer.seq:
+                # Overtaken by a newer one: two greenlets of the sender published at once
+                # (members leaving together) and the later publish arrived first. Its
+                # count is the newer one and stands.
+                return
             if seq != peer.seq + 1:
                 peer.synced = False  # a message was lost (a worker not reading the bus)
             peer.seq = seq

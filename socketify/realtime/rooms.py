@@ -75,7 +75,7 @@ class _Room:
     def __init__(self, subscription: Any) -> None:
         self.members: dict[str, Any] = {}
         self.senders: dict[str, Sender] = {}
-        self.subscription = subscription
+        self.subscription = subscription  # None until the bus has subscribed
 
 
 class Rooms(ABC, Generic[M]):
@@ -109,26 +109,36 @@ class Rooms(ABC, Generic[M]):
         # must not keep publishing on the parent's bus.
         return self._bus if self._bus is not None else default_bus()
 
+    # The bus and the census may talk to Redis, and so let other greenlets run: another
+    # member may join or leave meanwhile. So `join` and `leave` change the rooms' tables
+    # first, in one step that cannot be interleaved, and only then call the bus.
+
     def join(self, room: str, member: M) -> bool:
         """Add `member` to `room`; False if its connection has ended or it is already in."""
         if not member.alive:
             return False
         member_id = member.id
         local = self._rooms.get(room)
+        fresh = local is None
         if local is None:
-            subscription = self.bus().subscribe(self._channel(room), partial(self._deliver, room))
-            local = self._rooms[room] = _Room(subscription)
+            local = self._rooms[room] = _Room(None)
         elif member_id in local.members:
             return False
         local.members[member_id] = member
         local.senders[member_id] = self.sender_for(member)
-        self.census.update(room, len(local.members))
         rooms = self._joined.get(member_id)
         if rooms is not None:
             rooms.add(room)
         else:
             self._joined[member_id] = {room}
             self.watch_close(member, self._forget)  # once per member, however many rooms
+        if fresh:
+            subscription = self.bus().subscribe(self._channel(room), partial(self._deliver, room))
+            if self._rooms.get(room) is local:
+                local.subscription = subscription
+            else:
+                subscription.cancel()  # everyone left while we subscribed
+        self.census.update(room, self.local_size(room))
         return True
 
     def leave(self, room: str, member: M) -> bool:
@@ -141,11 +151,12 @@ class Rooms(ABC, Generic[M]):
         rooms = self._joined.get(member_id)
         if rooms is not None:
             rooms.discard(room)
-        self.census.update(room, len(local.members))
         if not local.members:
             # This process's last member left: stop receiving the room's broadcasts.
             del self._rooms[room]
-            local.subscription.cancel()
+            if local.subscription is not None:  # else `join` is still subscribing
+                local.subscription.cancel()
+        self.census.update(room, self.local_size(room))
         return True
 
     def leave_all(self, member: M) -> None:

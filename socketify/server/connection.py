@@ -112,7 +112,12 @@ class Connection:
         self.sock = sock
         self.addr = addr
         opts = service.options
-        self.http = ServerConnection(opts.max_header_size, opts.max_target_size, opts.max_body_size)
+        self.http = ServerConnection(
+            opts.max_header_size,
+            opts.max_target_size,
+            opts.max_body_size,
+            allow_bare_lf=opts.allow_bare_lf,
+        )
         self._hub = hub = get_hub()
         fd = sock.fileno()
         self._read_watcher = hub.loop.io(fd, 1)
@@ -192,10 +197,14 @@ class Connection:
         return True
 
     def _handshake(self) -> bool:
-        """Complete the TLS handshake within idle_timeout; False (close silently) if it fails."""
+        """Complete the TLS handshake within header_timeout; False (close silently) if it fails.
+
+        Not idle_timeout: a client that sends nothing, or half a ClientHello, would hold a
+        connection (and the memory of its TLS state) for that long at no cost to itself.
+        """
         sock = self.sock
         assert isinstance(sock, TlsStream)
-        self.deadline = _monotonic() + self.service.options.idle_timeout
+        self.deadline = _monotonic() + self.service.options.header_timeout
         while True:
             try:
                 step = sock.handshake_step()

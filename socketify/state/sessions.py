@@ -28,9 +28,10 @@ by every worker of the server (or every host, with `SOCKETIFY_STATE_URL=redis://
 session saved while answering one request is there for the next request on any worker, and
 outlives the worker that wrote it. The shared-memory store keeps a session of up to 4 KiB of
 JSON (with the default `key_prefix`) in memory every worker reads and writes directly; a
-larger one goes through the master's process, slower but kept all the same. Both places
-are bounded: when full they evict the sessions written longest ago (a session always has a
-TTL, so it may be evicted), which is what a flood of anonymous requests runs into.
+larger one (or one whose slots are all taken) goes through the master's process, slower but
+kept all the same. The two together are bounded: only when both are full are the sessions
+written longest ago evicted (a session always has a TTL, so it may be), which is what a
+flood of anonymous requests runs into.
 
 Concurrent requests on one session (store strategy). Each request writes back only the
 keys it changed: the ones it set or deleted (`session[k] = v`, `del session[k]`, `clear()`)

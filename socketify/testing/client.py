@@ -162,7 +162,12 @@ class TestClient:
         server would close.
         """
         opts = self.server.settings
-        conn = ServerConnection(opts.max_header_size, opts.max_target_size, opts.max_body_size)
+        conn = ServerConnection(
+            opts.max_header_size,
+            opts.max_target_size,
+            opts.max_body_size,
+            allow_bare_lf=opts.allow_bare_lf,
+        )
         conn.receive_data(raw)
         try:
             head = conn.next_event()

@@ -79,6 +79,70 @@ def post_multipart(client: TestClient, body: bytes, ctype: str = MULTIPART):
 # -- JSON and urlencoded --------------------------------------------------------------------
 
 
+def json_app(**options: object) -> Server:
+    server = Server(**options)
+
+    @server.post("/json")
+    def default(req: Request, res: Response) -> None:
+        res.json({"items": len(req.json())})
+
+    @server.post("/json/4k")
+    def small(req: Request, res: Response) -> None:
+        res.json({"items": len(req.json(max_size=4096))})
+
+    @server.post("/json/8m")
+    def large(req: Request, res: Response) -> None:
+        res.json({"items": len(req.json(max_size=8 << 20))})
+
+    return server
+
+
+def json_array(size: int) -> bytes:
+    """A JSON array of zeros about `size` bytes long."""
+    return b"[" + b",".join([b"0"] * (size // 2)) + b"]"
+
+
+def test_json_over_the_default_one_mib_is_413_and_under_it_parses() -> None:
+    client = TestClient(json_app())
+    over = client.post("/json", data=json_array(1_100_000), headers={"Content-Type": "x/y"})
+    assert (over.status, over.text) == (413, "JSON body too large\n")
+    assert client.post("/json", data=json_array(1_000_000)).json() == {"items": 500_000}
+
+
+def test_max_json_size_is_a_server_option_and_a_per_call_argument() -> None:
+    client = TestClient(json_app(max_json_size=1000))
+    assert client.post("/json", data=json_array(2000)).status == 413
+    assert client.post("/json", data=json_array(900)).status == 200
+    assert client.post("/json/4k", data=json_array(3000)).json() == {"items": 1500}
+    assert client.post("/json/4k", data=json_array(5000)).status == 413
+    assert TestClient(json_app()).post("/json/8m", data=json_array(4 << 20)).status == 200
+
+
+def test_json_over_the_bound_is_refused_without_parsing_it() -> None:
+    text = json_array(8 << 20)
+    tracemalloc.start()
+    try:
+        answer = TestClient(json_app()).post("/json", data=text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert answer.status == 413
+    assert peak < 4 * len(text)  # parsing it would take some 16 times its size
+
+
+def test_a_chunked_json_body_over_the_bound_is_413() -> None:
+    client = TestClient(json_app(max_json_size=1000))
+    chunks = [json_array(800), b" " * 800]
+    body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for chunk in chunks) + b"0\r\n\r\n"
+    head = b"POST /json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    assert client.exchange(head + body).startswith(b"HTTP/1.1 413 ")
+
+
+def test_max_json_size_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_json_size"):
+        Server(max_json_size=0)
+
+
 def test_json_body_and_bad_json_400() -> None:
     client = form_app()
     assert client.post("/json", json={"a": [1, 2]}).json() == {"got": {"a": [1, 2]}}

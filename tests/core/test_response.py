@@ -198,6 +198,13 @@ def test_set_header_replaces_case_insensitively_and_remove() -> None:
         ("X-A", "a\r\nInjected: 1"),
         ("X-A", "a\nb"),
         ("X-A", "a\x00"),
+        ("X-A", "a\x01b"),
+        ("X-A", "a\x1b[31mred"),
+        ("X-A", "a\x0bb"),
+        ("X-A", "a\x0cb"),
+        ("X-A", "a\x7f"),
+        ("X-A", "a\rb"),
+        ("X\x01A", "v"),
         ("X A", "v"),
         ("X:A", "v"),
         ("", "v"),
@@ -209,6 +216,11 @@ def test_header_injection_is_refused_at_set_time(name: str, value: str) -> None:
         Response().set_header(name, value)
     with pytest.raises(ValueError):
         Response().add_header(name, value)
+
+
+def test_a_tab_and_obs_text_in_a_header_value_are_allowed() -> None:
+    res = Response().set_header("X-A", "a\tb \xe9")
+    assert res.get_header("x-a") == "a\tb \xe9"
 
 
 def test_latin1_header_value_is_allowed() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.db.db_support import pg_admin
+from tests.db.db_support import mysql_admin, pg_admin
 from tests.support.serve import Launcher, ServerProcess
 
 pytestmark = pytest.mark.usefixtures("fast_path")
@@ -151,3 +151,77 @@ def test_a_preloading_master_holds_no_connection_and_workers_connect_lazily(
     assert before == 0
     assert statuses == {200}
     assert 1 <= after <= 2 * 3
+
+
+def _kill_postgres_queries(url: str) -> Callable[[], int]:
+    """A function that ends every busy connection of the app at `url`; how many it ended."""
+    app_name = url.split("application_name=")[1]
+    admin: Any = pg_admin()
+
+    def kill() -> int:
+        with admin.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE application_name = %s AND state = 'active'",
+                (app_name,),
+            )
+            return len(cursor.fetchall())
+
+    return kill
+
+
+def _kill_mysql_queries(url: str) -> Callable[[], int]:
+    name = url.rsplit("/", 1)[1]
+    admin: Any = mysql_admin()
+
+    def kill() -> int:
+        with admin.cursor() as cursor:
+            cursor.execute(
+                "SELECT id FROM information_schema.processlist"
+                " WHERE db = %s AND command = 'Query' AND info LIKE 'SELECT SLEEP%%'",
+                (name,),
+            )
+            ids = [row[0] for row in cursor.fetchall()]
+            for thread in ids:
+                cursor.execute(f"KILL {int(thread)}")
+            return len(ids)
+
+    return kill
+
+
+@pytest.mark.parametrize("engine", ["postgres", "mysql"])
+def test_a_connection_killed_mid_query_answers_503_with_retry_after(
+    serve: Launcher, request: pytest.FixtureRequest, engine: str
+) -> None:
+    url = str(request.getfixturevalue(f"{'pg' if engine == 'postgres' else 'mysql'}_url"))
+    kill = (_kill_postgres_queries if engine == "postgres" else _kill_mysql_queries)(url)
+    answers: list[tuple[int, dict[str, str], bytes]] = []
+
+    def slow_request() -> None:
+        con = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        try:
+            con.request("GET", "/read-then-hold")
+            response = con.getresponse()
+            answers.append((response.status, dict(response.getheaders()), response.read()))
+        finally:
+            con.close()
+
+    with db_app(serve, url, POOL_SIZE="2") as server:
+        client = threading.Thread(target=slow_request)
+        client.start()
+        # Pony runs a query again once on a fresh connection when the first one is lost:
+        # kill that one too, as a database that went away would.
+        kills = 0
+        deadline = time.monotonic() + 20
+        while client.is_alive() and time.monotonic() < deadline:
+            kills += kill()
+            time.sleep(0.05)
+        client.join(5)
+        after = get(server.port, "/users/1")  # the pool replaced the dead connection
+        log = server.output()
+    ((status, headers, body),) = answers
+    assert kills >= 1
+    assert (status, headers.get("Retry-After")) == (503, "1"), log
+    assert json.loads(body) == {"error": "database unavailable"}
+    assert "Traceback" not in log
+    assert after == (200, b'{"id":1,"name":"Ann"}')

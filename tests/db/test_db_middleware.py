@@ -346,3 +346,32 @@ def test_middleware_refuses_an_unbound_database() -> None:
 
     with pytest.raises(ValueError, match="bind the database"):
         socketify.db.middleware(Database())
+
+
+def test_errors_of_a_lost_connection_are_503_and_other_driver_errors_are_not() -> None:
+    import psycopg2
+    import pymysql
+    from pony.orm import dbapiprovider
+
+    from socketify.db.errors import answer_for, connection_lost
+
+    lost = [
+        psycopg2.OperationalError("server closed the connection unexpectedly"),
+        psycopg2.InterfaceError("connection already closed"),
+        pymysql.err.OperationalError(2013, "Lost connection to server during query"),
+        pymysql.err.OperationalError(2006, "MySQL server has gone away"),
+        pymysql.err.InterfaceError(0, ""),
+    ]
+    for error in lost:
+        wrapped = dbapiprovider.OperationalError(error)
+        assert connection_lost(error) and connection_lost(wrapped), error
+        answer = answer_for(wrapped)
+        assert answer is not None
+        assert (answer.status, answer.headers) == (503, {"Retry-After": "1"})
+    kept = [
+        pymysql.err.OperationalError(1205, "Lock wait timeout exceeded"),
+        pymysql.err.ProgrammingError(1064, "You have an error in your SQL syntax"),
+        psycopg2.ProgrammingError("syntax error"),
+    ]
+    for error in kept:
+        assert not connection_lost(error), error

@@ -283,3 +283,66 @@ def test_preflight_is_answered_even_without_a_route() -> None:
 def test_plain_options_is_not_a_preflight() -> None:
     r = app(cors.middleware()).options("/thing", headers={"Origin": ORIGIN})
     assert r.body == b"OPTIONS thing"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"reflect_origin": True},
+        {"allow_origin": ["null", ORIGIN]},
+        {"allow_origin": "null", "allow_credentials": True},
+        {"allow_origin": lambda origin: True, "allow_credentials": True},
+        {"reflect_origin": True, "allow_credentials": True, "allow_origin": [ORIGIN, "null"]},
+        {
+            "reflect_origin": True,
+            "allow_credentials": True,
+            "unsafe_reflect_any_origin_with_credentials": True,
+        },
+    ],
+    ids=["reflect", "listed", "only-null", "callable", "reflect-listed", "unsafe-reflect-any"],
+)
+def test_the_null_origin_is_never_allowed(options: dict) -> None:
+    client = app(cors.middleware(**options))
+    answer = client.get("/thing", headers={"Origin": "null"})
+    assert "Access-Control-Allow-Origin" not in answer.headers
+    preflight = client.options(
+        "/thing", headers={"Origin": "null", "Access-Control-Request-Method": "PUT"}
+    )
+    assert "Access-Control-Allow-Origin" not in preflight.headers
+
+
+def test_the_public_wildcard_answers_a_null_origin_with_the_wildcard_not_null() -> None:
+    answer = app(cors.middleware()).get("/thing", headers={"Origin": "null"})
+    assert answer.headers["Access-Control-Allow-Origin"] == "*"
+
+
+def test_reflecting_any_origin_with_credentials_is_refused_at_creation() -> None:
+    with pytest.raises(ValueError, match="unsafe_reflect_any_origin_with_credentials"):
+        cors.middleware(reflect_origin=True, allow_credentials=True)
+    with pytest.raises(ValueError):
+        cors.middleware(allow_origin=["*"], reflect_origin=True, allow_credentials=True)
+
+
+def test_reflecting_any_origin_with_credentials_needs_the_unsafe_opt_in() -> None:
+    client = app(
+        cors.middleware(
+            reflect_origin=True,
+            allow_credentials=True,
+            unsafe_reflect_any_origin_with_credentials=True,
+        )
+    )
+    answer = client.get("/thing", headers={"Origin": "https://anyone.example"})
+    assert answer.headers["Access-Control-Allow-Origin"] == "https://anyone.example"
+    assert answer.headers["Access-Control-Allow-Credentials"] == "true"
+
+
+def test_reflecting_listed_origins_with_credentials_needs_no_opt_in() -> None:
+    client = app(
+        cors.middleware(allow_origin=[ORIGIN], reflect_origin=True, allow_credentials=True)
+    )
+    assert (
+        client.get("/thing", headers={"Origin": ORIGIN}).headers["Access-Control-Allow-Origin"]
+        == ORIGIN
+    )
+    denied = client.get("/thing", headers={"Origin": "https://evil.example"})
+    assert "Access-Control-Allow-Origin" not in denied.headers

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -20,7 +21,7 @@ from socketify.protocol.http11 import (
 CORPUS = Path(__file__).parent / "corpus"
 
 
-def parse(raw: bytes, *, split: int | None = None, eof: bool = False, **limits: int) -> list:
+def parse(raw: bytes, *, split: int | None = None, eof: bool = False, **limits: Any) -> list:
     """All events of `raw`, fed in one piece (split=None) or in pieces of `split` bytes."""
     parser = RequestParser(**limits)
     pieces = [raw] if split is None else [raw[i : i + split] for i in range(0, len(raw), split)]
@@ -54,7 +55,7 @@ def merge_bodies(events: list) -> list:
     return merged
 
 
-def refusal(raw: bytes, *, split: int | None = None, eof: bool = False, **limits: int) -> int:
+def refusal(raw: bytes, *, split: int | None = None, eof: bool = False, **limits: Any) -> int:
     with pytest.raises(ParseError) as caught:
         parse(raw, split=split, eof=eof, **limits)
     return caught.value.status
@@ -218,9 +219,9 @@ def test_the_classic_bare_lf_chunked_smuggling_body_is_refused() -> None:
     assert refusal(raw) == 400
 
 
-def test_a_bare_lf_head_may_carry_a_crlf_chunked_body() -> None:
+def test_a_bare_lf_head_may_carry_a_crlf_chunked_body_when_bare_lf_is_allowed() -> None:
     raw = b"POST / HTTP/1.1\nHost: x\nTransfer-Encoding: chunked\n\n3\r\nabc\r\n0\r\n\r\n"
-    assert parse(raw)[1:] == [b"abc", END_OF_MESSAGE]
+    assert parse(raw, allow_bare_lf=True)[1:] == [b"abc", END_OF_MESSAGE]
 
 
 @pytest.mark.parametrize("split", [None, 1])
@@ -277,18 +278,63 @@ def test_pipelined_requests_come_out_in_order(split: int | None) -> None:
 
 
 def test_leading_blank_lines_are_skipped() -> None:
-    (head, _) = parse(b"\r\n\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    (head, _) = parse(b"\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
     assert head.path == "/"
 
 
-def test_bare_lf_line_ends_are_accepted() -> None:
-    (head, _) = parse(b"GET /lf HTTP/1.1\nHost: x\nAccept: */*\n\n")
+def test_leading_bare_lf_blank_lines_are_skipped_only_when_bare_lf_is_allowed() -> None:
+    raw = b"\r\n\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    assert refusal(raw) == 400
+    (head, _) = parse(raw, allow_bare_lf=True)
+    assert head.path == "/"
+
+
+@pytest.mark.parametrize("split", [None, 1])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"GET / HTTP/1.1\nHost: x\r\n\r\n",  # after the request line
+        b"GET / HTTP/1.1\r\nHost: x\n\r\n",  # after a header line
+        b"GET / HTTP/1.1\r\nHost: x\r\n\n",  # the blank line ending the head
+        b"GET / HTTP/1.1\nHost: x\n\n",  # everywhere
+        b"GET / HTTP/1.1\r\nDummy: x\nContent-Length: 3\r\n\r\nabc",  # a hidden length
+        b"\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",  # a leading blank line
+    ],
+    ids=["request-line", "header", "end-of-head", "all", "hidden-length", "leading"],
+)
+def test_a_bare_lf_in_the_head_is_400(raw: bytes, split: int | None) -> None:
+    assert refusal(raw, split=split) == 400
+
+
+def test_a_bare_lf_is_refused_before_the_head_ends() -> None:
+    parser = RequestParser()
+    parser.feed(b"GET / HTTP/1.1\nHost: x")  # no end of head yet: a slow client could wait
+    with pytest.raises(ParseError) as caught:
+        parser.next_event()
+    assert caught.value.status == 400
+
+
+def test_a_crlf_head_with_lf_bytes_in_its_body_is_accepted() -> None:
+    raw = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\na\nb\n"
+    assert parse(raw, split=1)[1:] == [b"a\nb\n", END_OF_MESSAGE]
+
+
+def test_bare_lf_line_ends_are_accepted_when_allowed() -> None:
+    (head, _) = parse(b"GET /lf HTTP/1.1\nHost: x\nAccept: */*\n\n", allow_bare_lf=True)
     assert list(head.headers) == [("host", "x"), ("accept", "*/*")]
 
 
-def test_mixed_crlf_and_lf_line_ends_are_accepted() -> None:
-    (head, _) = parse(b"GET / HTTP/1.1\r\nHost: x\nAccept: */*\r\n\n")
+def test_mixed_crlf_and_lf_line_ends_are_accepted_when_allowed() -> None:
+    raw = b"GET / HTTP/1.1\r\nHost: x\nAccept: */*\r\n\n"
+    (head, _) = parse(raw, allow_bare_lf=True)
     assert list(head.headers) == [("host", "x"), ("accept", "*/*")]
+
+
+def test_a_lenient_parser_does_not_teach_a_strict_one_a_bare_lf_head() -> None:
+    # Both share the table of remembered heads: a bare-LF head must not be found there.
+    raw = b"GET /shared HTTP/1.1\r\nHost: x\nX-A: 1\r\n\r\n"
+    assert heads(parse(raw * 2, allow_bare_lf=True))
+    assert refusal(raw) == 400
 
 
 def test_absolute_form_target_is_routed_by_its_path() -> None:
@@ -476,7 +522,7 @@ def test_trailer_section_is_bounded() -> None:
 
 def test_errors_are_sticky() -> None:
     parser = RequestParser()
-    parser.feed(b"BREW / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    parser.feed(b"GET / HTTP/1.1\r\nHost: a b\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
     for _ in range(2):
         with pytest.raises(ParseError):
             parser.next_event()
@@ -569,7 +615,7 @@ def test_a_bare_lf_head_ends_before_a_later_crlf_blank_line(rounds: int) -> None
     # must still end the first head there.
     raw = b"GET /lf HTTP/1.1\nHost: x\n\nGET /crlf HTTP/1.1\r\nHost: x\r\n\r\n"
     mixed = b"GET /mix HTTP/1.1\r\nHost: x\n\r\nGET /crlf HTTP/1.1\r\nHost: x\r\n\r\n"
-    found = heads(parse(raw * rounds + mixed * rounds))
+    found = heads(parse(raw * rounds + mixed * rounds, allow_bare_lf=True))
     assert [h.path for h in found] == ["/lf", "/crlf"] * rounds + ["/mix", "/crlf"] * rounds
 
 
@@ -583,3 +629,61 @@ def test_heads_of_equal_length_alternating_are_each_parsed_as_sent() -> None:
         ("/aa", "x=1"), ("/bb", "x=2"), ("/aa", "x=1"), ("/aa", "x=1")
     ] * 3  # fmt: skip
     assert [h.headers[0][1] for h in found[:4]] == ["x", "x", "x", "xy"]
+
+
+# -- methods and Host ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["PROPFIND", "REPORT", "MKCOL", "PURGE", "get", "X-Custom_1"])
+def test_any_token_method_is_parsed_for_routing_to_decide(method: str) -> None:
+    (head, _) = parse(f"{method} /dav HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    assert head.method == method
+
+
+@pytest.mark.parametrize("method", [b"GE(T", b"G\x01T", b"GET\xff", b"[GET]"])
+def test_a_method_that_is_not_a_token_is_400(method: bytes) -> None:
+    assert refusal(method + b" / HTTP/1.1\r\nHost: x\r\n\r\n") == 400
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "example.com", "example.com:8080", "127.0.0.1", "127.0.0.1:80", "[::1]", "[::1]:443",
+        "[2001:db8::7]", "xn--bcher-kva.example", "a%20b", "localhost:", "", "[v1.fe]",
+    ],
+)  # fmt: skip
+def test_a_host_that_is_a_valid_authority_is_accepted(host: str) -> None:
+    (head, _) = parse(f"GET / HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    assert dict(head.headers)["host"] == host
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "a b", "evil.com/x?@a", "user@example.com", "example.com/", "exa mple", "a\"b", "a<b>",
+        "[::1", "::1", "[zz::1]", "[::1]x", "a:b", "a:80:80", "a:123456", "%zz", "a%2",
+        "a\\b", "a#b", "a?b", ":80", "{a}", "a|b", "a^b", "a\tb",
+    ],
+)  # fmt: skip
+def test_a_host_that_is_not_a_valid_authority_is_400(host: str) -> None:
+    raw = f"GET / HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+    assert refusal(raw) == 400
+    assert refusal(raw, split=1) == 400
+
+
+def test_an_http10_request_without_host_is_still_accepted() -> None:
+    (head, _) = parse(b"GET / HTTP/1.0\r\n\r\n")
+    assert head.version == "HTTP/1.0"
+
+
+@pytest.mark.parametrize("split", [None, 1])
+def test_a_stray_crlf_after_a_body_then_the_close_is_no_request(split: int | None) -> None:
+    raw = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc\r\n"
+    events = parse(raw, split=split, eof=True)
+    assert describe(events)[1:] == [b"abc", END_OF_MESSAGE, CLOSED]
+
+
+@pytest.mark.parametrize("after", [b"0", b"X\r\n", b"\n"])
+def test_chunk_data_followed_by_anything_but_cr_is_refused_at_once(after: bytes) -> None:
+    # No need to wait for a whole line: the byte after the data must be CR.
+    assert refusal(CHUNKED_HEAD + b"5\r\nABCDE" + after) == 400

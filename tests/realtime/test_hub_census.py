@@ -68,6 +68,20 @@ def test_a_lost_message_is_noticed_from_the_sequence_gap_and_repaired_by_a_snaps
     assert a.total("lobby") == 7 and a.total("side") == 1
 
 
+def test_an_older_count_overtaken_by_a_newer_one_does_not_win() -> None:
+    bus = LocalBus()
+    sender = _census(bus)
+    said: list[bytes] = []
+    bus.subscribe(sender.channel, said.append)
+    sender.update("lobby", 3)
+    sender.update("lobby", 2)  # members leaving together: each leave publishes a count
+    sender.update("lobby", 1)
+    listener = _census(LocalBus())  # on a bus of its own: it hears only what is fed here
+    for payload in (said[0], said[2], said[1]):  # the last two published at once, swapped
+        listener._receive(payload)
+    assert listener.total("lobby") == 1
+
+
 class _Member:
     """What a hub uses of a Channel or an EventStream: id, alive, sending, on_close."""
 

@@ -54,3 +54,25 @@ def test_rooms_sizes_and_broadcasts_span_two_hosts_through_redis(
             on_second[0].send(text)
         for ws in on_first + on_second:
             assert [ws.recv(timeout=5) for _ in messages] == messages
+
+
+def test_members_leaving_together_leave_cleanly_and_room_size_counts_only_the_living(
+    two_hosts: tuple[ServerProcess, ServerProcess],
+) -> None:
+    room = uuid.uuid4().hex
+    with contextlib.ExitStack() as stack:
+        observer = _join(stack, two_hosts[1], room)
+        for round_ in range(3):
+            leaving = [_join(stack, two_hosts[0], room) for _ in range(8)]
+            wait_for(lambda: _size(observer) == 9, 5, message=f"round {round_}: all joined")
+            sockets = [ws.socket for ws in leaving]
+            for sock in sockets:  # all at once: no close handshake, the server sees EOF
+                sock.close()
+            wait_for(lambda: _size(observer) == 1, 5, message=f"round {round_}: all left")
+        # The room still works on the host they left: a newcomer there counts and hears.
+        newcomer = _join(stack, two_hosts[0], room)
+        wait_for(lambda: _size(newcomer) == 2, 5, message="the newcomer counts")
+        observer.send("hello")
+        assert newcomer.recv(timeout=5) == "hello"
+    for host in two_hosts:
+        assert "KeyError" not in host.output() and "Traceback" not in host.output()

@@ -1,6 +1,7 @@
 """Failed and stalled handshakes cost nothing else: plain HTTP or garbage on the TLS port is
-closed at once without an HTTP answer, a silent or trickling client is closed by idle_timeout
-(a whole-phase deadline), and meanwhile every other client is served without delay."""
+closed at once without an HTTP answer, a silent or trickling client is closed by header_timeout
+(a whole-phase deadline, not idle_timeout), and meanwhile every other client is served
+without delay."""
 
 from __future__ import annotations
 
@@ -8,18 +9,20 @@ import socket
 import ssl
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from tests.server.tls_clients import client_context, https_get
+from tests.server.tls_clients import client_context, https_get, start
 from tests.support.pki import Pki
 from tests.support.raw_client import connect
-from tests.support.serve import ServerProcess
+from tests.support.serve import Launcher, ServerProcess
 
 pytestmark = pytest.mark.timeout(60)
 
-IDLE_TIMEOUT = 2.0  # tls_app's idle_timeout, which bounds the handshake
-PROMPT = 1.0  # "at once": well under idle_timeout
+HEADER_TIMEOUT = 1.0  # tls_app's header_timeout, which bounds the handshake
+IDLE_TIMEOUT = 2.0  # tls_app's idle_timeout, which bounds a kept-alive connection
+PROMPT = 1.0  # "at once": well under the timeouts
 
 
 def client_hello(pki: Pki) -> bytes:
@@ -74,7 +77,7 @@ def test_client_closing_mid_handshake_is_dropped_quietly(
     assert https_get(https_server, client_context(pki)) == b"pong"
 
 
-def test_silent_and_trickling_clients_are_closed_by_idle_timeout_while_others_are_served(
+def test_silent_and_trickling_clients_are_closed_by_header_timeout_while_others_are_served(
     https_server: ServerProcess, pki: Pki
 ) -> None:
     workers = https_server.workers()
@@ -106,8 +109,8 @@ def test_silent_and_trickling_clients_are_closed_by_idle_timeout_while_others_ar
         for sock in [*silent[:3], halfway, trickle]:
             elapsed, received = seconds_until_closed(sock)
             assert received == b""
-            assert elapsed < IDLE_TIMEOUT + 1.5, elapsed  # the sweeper runs every 0.25 s
-        assert time.monotonic() - started >= IDLE_TIMEOUT - 0.5  # not closed too early
+            assert elapsed < HEADER_TIMEOUT + 1.5, elapsed  # the sweeper runs every 0.25 s
+        assert time.monotonic() - started >= HEADER_TIMEOUT - 0.5  # not closed too early
     finally:
         stop_trickling.set()
         dripper.join(5)
@@ -115,6 +118,26 @@ def test_silent_and_trickling_clients_are_closed_by_idle_timeout_while_others_ar
             sock.close()
     assert https_server.workers() == workers
     assert "Traceback" not in https_server.output()
+
+
+def test_a_handshake_must_finish_within_header_timeout_even_when_idle_timeout_is_long(
+    pki: Pki, tmp_path: Path
+) -> None:
+    with Launcher(tmp_path) as launcher:
+        server = start(launcher, pki, "patient").wait_serving()  # idle_timeout=60
+        hello = client_hello(pki)
+        silent = connect(server.tcp)
+        halfway = connect(server.tcp)
+        halfway.sendall(hello[: len(hello) // 2])
+        try:
+            for sock in (silent, halfway):
+                elapsed, received = seconds_until_closed(sock, limit=20.0)
+                assert received == b""
+                assert elapsed < HEADER_TIMEOUT + 5.0, elapsed  # far from the 60 s idle_timeout
+        finally:
+            silent.close()
+            halfway.close()
+        assert https_get(server, client_context(pki)) == b"pong"
 
 
 def test_tls_connection_idle_after_a_request_is_closed_with_close_notify(

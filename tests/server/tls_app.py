@@ -87,5 +87,7 @@ def build(server: Server) -> Server:
 server = build(Server(**SHORT, tls=_tls()))
 # TLS 1.3 only.
 modern = build(Server(**SHORT, tls=_tls(min_version="TLSv1.3")))
+# A long idle_timeout beside a short header_timeout: which of the two bounds a handshake.
+patient = build(Server(**{**SHORT, "idle_timeout": 60.0}, tls=_tls()))
 # No TLS of its own: --certfile/--keyfile/--ca-file or SOCKETIFY_CERT_FILE/KEY_FILE give it.
 plain = build(Server(**SHORT))

@@ -176,36 +176,44 @@ def test_values_without_a_ttl_that_fit_nowhere_are_refused_with_a_clear_error() 
     assert store.get("k99") is None and store.get("k98") == b"v"
 
 
-def test_a_full_group_evicts_the_entry_with_a_ttl_written_longest_ago() -> None:
+def test_a_full_group_keeps_its_live_entries_sending_newcomers_up_then_to_the_master() -> None:
     clock = Clock()
-    store, overflow = make_store((1, 1, 1), clock)
-    store.set("forever", b"kept")  # no TTL: never evicted
-    for n in range(GROUP_SLOTS - 1):
+    store, overflow = make_store((1, 1, 1), clock)  # 16 slots per class, 48 in all
+    for n in range(60):
         store.set(f"s{n}", b"x", ttl=3600)
         clock.now += 1
-    store.set("s0", b"again", ttl=3600)  # rewritten: now the newest
-    for n in range(GROUP_SLOTS - 1, GROUP_SLOTS + 4):
-        clock.now += 1
-        store.set(f"s{n}", b"x", ttl=3600)
-    assert not store.table.any_spilled and overflow.count_prefix("") == 0
-    assert store.get("forever") == b"kept"
-    assert store.get("s0") == b"again"
-    gone = [n for n in range(GROUP_SLOTS + 4) if store.get(f"s{n}") is None]
-    assert gone == [1, 2, 3, 4, 5]
-    assert store.count_prefix("s") == GROUP_SLOTS - 1
+    assert [class_of(store, f"s{n}") for n in range(0, 48, GROUP_SLOTS)] == [0, 1, 2]
+    assert overflow.count_prefix("s") == 60 - 3 * GROUP_SLOTS  # the rest, kept by the master
+    assert all(store.get(f"s{n}") == b"x" for n in range(60))  # nothing evicted
+    assert store.count_prefix("s") == 60
 
 
-def test_a_full_group_evicts_in_its_own_class_and_a_bigger_value_takes_a_bigger_class() -> None:
+def test_only_a_full_master_store_evicts_and_the_sessions_written_longest_ago_go_first() -> None:
     clock = Clock()
-    store, _ = make_store((1, 1, 1), clock)
-    for n in range(GROUP_SLOTS):
-        store.set(f"session{n}", b"m" * 500, ttl=3600)
+    entry = len("s00") + 1 + ENTRY_OVERHEAD
+    overflow = LocalState(KeyValueStore(clock, max_bytes=10 * entry))
+    store = TableStore(SharedTable(groups=(1, 1, 1), stripes=1), overflow, clock)
+    for n in range(3 * GROUP_SLOTS + 10):  # the table's 48 slots, then the master's 10
+        store.set(f"s{n:02}", b"x", ttl=3600)
         clock.now += 1
-    store.set("small", b"1", ttl=3600)
-    assert class_of(store, "small") == 0
-    store.set("session-new", b"m" * 500, ttl=3600)
-    assert store.get("session0") is None  # the oldest medium one
-    assert store.count_prefix("session") == GROUP_SLOTS
+    assert store.count_prefix("s") == 58  # all kept: the store is not full until now
+    for n in range(58, 61):
+        store.set(f"s{n:02}", b"x", ttl=3600)
+        clock.now += 1
+    gone = [n for n in range(61) if store.get(f"s{n:02}") is None]
+    assert gone == [48, 49, 50]  # the master's oldest; the table keeps its own until expiry
+
+
+@pytest.mark.parametrize("size", [150, 600])
+def test_30000_logins_keep_every_session_until_its_ttl(size: int) -> None:
+    clock = Clock()
+    store = TableStore(SharedTable(), LocalState(KeyValueStore(clock)), clock)
+    value = b"s" * size
+    for n in range(30_000):
+        store.set(f"sess:{n:032x}", value, ttl=3600)
+    assert sum(store.get(f"sess:{n:032x}") is None for n in range(30_000)) == 0
+    clock.now += 3601
+    assert store.get("sess:" + "0" * 32) is None  # gone at its TTL
 
 
 def test_expired_slots_are_reused_without_spilling() -> None:
@@ -228,9 +236,9 @@ def test_the_sweep_frees_expired_entries_and_shortens_probes(store: TableStore) 
     clock = Clock()
     swept, _ = make_store((1, 1, 1), clock)
     table = swept.table
-    for n in range(GROUP_SLOTS):
+    for n in range(GROUP_SLOTS - 1):
         swept.set(f"e{n}", b"v", ttl=5)
-    swept.set("live", b"v", ttl=60)  # the group is full: this evicts one
+    swept.set("live", b"v", ttl=60)  # the group's last slot
     clock.now += 10
     assert sweep(table, clock.now, 0, 1) == 1  # one group per call here
     assert sweep(table, clock.now, 1, 100) == 0  # the rest: every group visited
@@ -432,18 +440,19 @@ def test_a_worker_killed_mid_move_leaves_one_whole_copy(store: TableStore) -> No
     assert store.get("sess:y") is None  # and no second copy resurfaces
 
 
-def test_a_worker_killed_mid_eviction_leaves_no_entry_under_another_keys_tag() -> None:
+def test_a_worker_killed_reusing_an_expired_slot_leaves_no_entry_under_another_keys_tag() -> None:
     clock = Clock()
     store, _ = make_store((1, 1, 1), clock)
     for n in range(GROUP_SLOTS):
         store.set(f"old{n}", b"v", ttl=60)
+    clock.now += 61  # every slot of the group expired, none freed yet
     table = store.table
     place = table.place(b"newcomer")
     victim = table.find(table.place(b"old0"))
     assert victim is not None
 
     def die_mid_eviction() -> None:
-        # What `put` does to give old0's slot to "newcomer", cut short before the tag.
+        # What `put` does to give old0's expired slot to "newcomer", cut short before the tag.
         table.locked(place).__enter__()
         table.words[place.seqs[0]] += 1
         layout = table.classes[0]
@@ -457,7 +466,8 @@ def test_a_worker_killed_mid_eviction_leaves_no_entry_under_another_keys_tag() -
     assert os.WIFSIGNALED(in_child(die_mid_eviction))
     assert store.get("newcomer") is None  # repaired on the way: the write never happened
     assert [stored.key for stored in select(table, lambda s: s.key == b"newcomer")] == []
-    assert store.count_prefix("old") == GROUP_SLOTS - 1  # old0 was being evicted
+    assert store.count_prefix("old") == 0  # expired, all of them
+    assert table.find(table.place(b"old1")) is not None  # but still in their slots
     store.set("newcomer", b"n", ttl=60)
     assert store.get("newcomer") == b"n" and store.count_prefix("newcomer") == 1
 

@@ -140,3 +140,15 @@ def test_without_the_table_the_master_serves_every_operation(serve: Launcher) ->
             kinds[data["pid"]] = data["kind"]
         assert list(kinds.values()) == ["StateClient", "StateClient"]
         assert fetch(live, "/peek", cookie)[1]["n"] == counted["n"]
+
+
+def test_logins_past_what_the_table_holds_keep_every_session_until_the_store_is_full(
+    serve: Launcher,
+) -> None:
+    # A table of a quarter MiB: 32 slots of 1 KiB and 16 of 4 KiB for these 600-byte
+    # sessions, so most of them go to the master's store, and none may be lost on the way.
+    env = {"SOCKETIFY_STATE_TABLE_MB": "0.25"}
+    with serve("tests.state.apps.state_app:server", workers=2, env=env) as live:
+        cookies = [fetch(live, "/mark/login")[2] for _ in range(400)]
+        kept = [fetch(live, "/session-data", cookie)[1].get("login") for cookie in cookies]
+    assert kept == [1] * len(cookies)

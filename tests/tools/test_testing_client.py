@@ -80,8 +80,8 @@ def test_cookies_persist_between_requests_and_clear() -> None:
 
 def test_parser_refusals_come_back_as_responses() -> None:
     client = TestClient(make_app())
-    raw = client.exchange(b"get / HTTP/1.1\r\nHost: x\r\n\r\n")
-    assert raw.startswith(b"HTTP/1.1 501 Not Implemented\r\n")
+    raw = client.exchange(b"GET / HTTP/1.1\nHost: x\n\n")
+    assert raw.startswith(b"HTTP/1.1 400 Bad Request\r\n")
     assert b"Connection: close" in raw
 
 

@@ -36,7 +36,7 @@ def test_the_validator_passes_in_process() -> None:
     assert response.text == "REQUEST_METHOD=POST\nSCRIPT_NAME=/v\nPATH_INFO=/x\nbody=payload"
 
 
-@pytest.mark.parametrize("method", ["GET", "POST", "PUT", "DELETE"])
+@pytest.mark.parametrize("method", ["GET", "POST", "PUT", "DELETE", "PROPFIND", "REPORT", "PURGE"])
 def test_the_validator_passes_on_the_live_server(server: ServerProcess, method: str) -> None:
     response = requests.request(method, f"{server.url}/a%20b", data=b"x" * 10_000, timeout=5)
     assert response.status_code == 200, server.output()

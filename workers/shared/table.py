@@ -8,11 +8,13 @@ says where everything is). A key has one group of ``GROUP_SLOTS`` slots in each 
 size classes (240, 1 088 and 4 352 bytes of key and value) and lives in at most one slot of
 the whole table: its group's *first* slot or after it (probing wraps inside the group and
 stops at a never-used slot). A new entry goes to the smallest class it fits, in a free,
-removed or expired slot of its group; else the entry of that group written longest ago
-*among those with an expiry* is evicted (never one without: the store's values without a
-TTL); else the next larger class is tried; else ``put`` says so and the caller keeps the
-entry elsewhere (the master, see ``workers.shared.table_store``). So memory is fixed, and the table
-is a bounded cache for entries with a TTL.
+removed or expired slot of its group; else to such a slot of its group in a larger class;
+else ``put`` says so and the caller keeps the entry elsewhere (the master, see
+``workers.shared.table_store``). A live entry is never evicted here: groups fill unevenly
+(a few of thousands fill up while the table is mostly empty), so evicting from a full group
+would drop live sessions long before the store is full. So memory is fixed, and what does
+not fit goes to the master's store, which evicts the entries written longest ago only when
+it is full itself.
 
 Writers take the key's lock, ``with table.locked(place):``: a robust process-shared mutex
 (``workers.shared.mutex``) that all the key's groups share. ``rewrite`` does the usual write
@@ -48,7 +50,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import math
 import mmap
 import os
 import platform
@@ -387,8 +388,8 @@ class SharedTable:
 
     def _new_slot(self, place: Place, size: int, now: float) -> tuple[int, int] | None:
         """``(class, slot)`` for a new entry of ``size`` bytes: a free, removed or expired
-        slot of the smallest class it fits, else the oldest entry with an expiry there (to
-        evict), else the same in the next class; None when there is no room."""
+        slot of its group in the smallest class it fits, else in the next class; None when
+        all of its groups are full of live entries."""
         words = self.words
         mem = self.mem
         first = place.first
@@ -398,21 +399,14 @@ class SharedTable:
             seq_at = place.seqs[size_class]
             tags = seq_at + 2
             group_at = (seq_at << 3) + GROUP_HEAD
-            oldest = -1
-            oldest_written = math.inf
             for step in range(GROUP_SLOTS):
                 index = (first + step) & LAST
                 if not words[tags + index] & 1:
                     return size_class, index
                 slot = group_at + index * layout.slot
                 half = slot + 8 + words[slot >> 3] * layout.half
-                expires, _, _, _, written = HALF_HEAD.unpack_from(mem, half)
-                if expires <= now:
+                if HALF_HEAD.unpack_from(mem, half)[0] <= now:  # expired
                     return size_class, index
-                if expires != math.inf and written < oldest_written:
-                    oldest, oldest_written = index, written
-            if oldest >= 0:
-                return size_class, oldest
         return None
 
     # -- spilling --------------------------------------------------------------------------

@@ -10,14 +10,16 @@ worker wrote under the lock, the next one to take it reads (read-your-writes acr
 workers), and an increment, a compare-and-set or a token taken is one step under the lock
 (limits stay global).
 
-Capacity. The table is a bounded cache for entries with an expiry: when a key's group is
-full, the table evicts the entry written longest ago among those with a TTL (token buckets
-count as such: a bucket expires when it would be full again, which is the same as none).
-A value without a TTL is never evicted.
+Capacity. The table never evicts a live entry: keys fall into groups unevenly, and a full
+group in a table that is mostly empty is no reason to drop a session before its TTL. An
+expired entry's slot is reused (token buckets count as expired once they would be full
+again, which is the same as no bucket).
 
 A key lives in one place. It goes to the master's store (the *overflow*, a
 ``workers.shared.state.StateClient``) only when the table cannot hold it: a key and value over
-the largest slot's 4 352 bytes (4 KiB of value), or groups full of entries without a TTL.
+the largest slot's 4 352 bytes (4 KiB of value), or its groups in every class it fits full of
+live entries. The master's store is bounded in bytes; only when it is full does it evict,
+the entries with a TTL written longest ago first.
 The key's group is then marked *spilled*, and from then on every operation on a key of that
 group also consults the master, while holding the group's lock across the round trip, so
 the two places never disagree about a key:

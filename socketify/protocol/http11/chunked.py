@@ -58,6 +58,10 @@ class ChunkedDecoder:
                 return END_OF_MESSAGE
             line = self._take_line(_SIZE_LINE_MAX if state != TRAILERS else _TRAILER_LINE_MAX)
             if line is None:
+                buf = self._source.input
+                if state == DATA_END and buf and buf[0] != 13:
+                    # The CR must come first: no need to wait for a line that cannot be right.
+                    raise ParseError(400, "Missing CRLF after chunk data")
                 return NEED_DATA
             if state == SIZE:
                 self._size(line)

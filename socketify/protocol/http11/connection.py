@@ -77,8 +77,12 @@ class ServerConnection:
         max_header_size: int = 16384,
         max_target_size: int = 8192,
         max_body_size: int = 16 * 1024 * 1024,
+        *,
+        allow_bare_lf: bool = False,
     ) -> None:
-        parser = self._parser = RequestParser(max_header_size, max_target_size, max_body_size)
+        parser = self._parser = RequestParser(
+            max_header_size, max_target_size, max_body_size, allow_bare_lf=allow_bare_lf
+        )
         # The parser's own methods, called on every request: no layer in between.
         self.receive_data: Callable[[bytes], None] = parser.feed
         """Add received bytes; `b""` means the peer will send nothing more."""

@@ -11,9 +11,13 @@ We are deliberately stricter than RFC 9112 allows where leniency has been a smug
 splitting vector: obs-fold, whitespace before the colon, bare CR, control characters,
 Content-Length with Transfer-Encoding, differing Content-Lengths, and transfer codings other
 than a lone `chunked` are all refused; a bare CR is refused as soon as the byte after it shows
-it is bare, without waiting for the head to end. Bare LF line ends are accepted in the head
-(RFC 9112 §2.2 permits it) but not in chunked framing (see `chunked`). An absolute-form target
-is routed by its path, and its authority replaces the Host header (see `target`).
+it is bare, without waiting for the head to end. Line ends are CRLF: a bare LF is refused the
+same way, because a proxy in front that splits lines only on CRLF sees other headers (or
+another body) than we would. `allow_bare_lf=True` accepts bare LF line ends in the head for
+old clients on a trusted path; chunked framing never accepts them (see `chunked`). Methods
+are any token (case-sensitive): routing, not the parser, decides which ones are served. The
+Host header must be a valid authority (see `target`). An absolute-form target is routed by
+its path, and its authority replaces the Host header.
 """
 
 from __future__ import annotations
@@ -31,13 +35,10 @@ from socketify.protocol.http11.events import (
     Sentinel,
 )
 from socketify.protocol.http11.grammar import FIELD_VALUE, TOKEN
-from socketify.protocol.http11.target import split_target, with_host
+from socketify.protocol.http11.target import is_authority, split_target, with_host
 
 __all__ = ["RequestParser"]
 
-METHODS: Final = frozenset(
-    {"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD", "TRACE", "CONNECT"}
-)
 VERSIONS: Final = frozenset({"HTTP/1.1", "HTTP/1.0"})
 
 _TARGET = re.compile(r"[\x21-\x7e]+")
@@ -95,6 +96,7 @@ class RequestParser:
         "_scan_from",
         "_skipped",
         "_state",
+        "allow_bare_lf",
         "max_body_size",
         "max_header_size",
         "max_target_size",
@@ -106,8 +108,11 @@ class RequestParser:
         max_header_size: int = 16384,
         max_target_size: int = 8192,
         max_body_size: int = 16 * 1024 * 1024,
+        *,
+        allow_bare_lf: bool = False,
     ) -> None:
         self.max_header_size = max_header_size
+        self.allow_bare_lf = allow_bare_lf
         self.max_target_size = max_target_size
         self.max_body_size = max_body_size
         self._buf = bytearray()
@@ -215,11 +220,14 @@ class RequestParser:
         buf = self._buf
         if not buf:
             if self._eof:
-                return CLOSED if not self._skipped else self._incomplete_head()
+                # Only blank lines (a stray CRLF after a body) before the close: no request.
+                return CLOSED
             return NEED_DATA
         if buf[0] in _CR_LF:
             self._skip_blank_lines()
-            if not buf or buf[0] == 13:  # only blank lines so far, or a lone CR pending
+            if not buf:  # only blank lines so far
+                return CLOSED if self._eof else NEED_DATA
+            if buf[0] == 13:  # a lone CR pending
                 return self._incomplete_head() if self._eof else NEED_DATA
         found = self._find_head_end()
         if found is None:
@@ -232,7 +240,10 @@ class RequestParser:
         self._scan_from = 0
         self._skipped = 0
         head = self._parse_head(raw)
-        if len(raw) <= _HEAD_CACHE_MAX:
+        # Only CRLF heads are remembered: the table is shared with parsers that refuse bare LF.
+        if len(raw) <= _HEAD_CACHE_MAX and (
+            not self.allow_bare_lf or raw.count(b"\n") == raw.count(b"\r\n")
+        ):
             heads = self._heads
             if len(heads) >= _HEAD_CACHE_SIZE:
                 heads.clear()
@@ -264,8 +275,10 @@ class RequestParser:
                 if buf[1] != 10:
                     raise self._fail(400, "Bare CR in request")
                 cut = 2
-            else:
+            elif self.allow_bare_lf:
                 cut = 1
+            else:
+                raise self._fail(400, "Bare LF in request head")
             del buf[:cut]
             self._skipped += cut
             if self._skipped > self.max_header_size:
@@ -275,12 +288,22 @@ class RequestParser:
         """Locate the empty line ending the head: (end of last header line, body start)."""
         buf = self._buf
         start = self._scan_from
-        crlf = buf.find(b"\n\r\n", start)
-        lf = buf.find(b"\n\n", start, crlf + 1 if crlf >= 0 else len(buf))
-        end, body_start = (lf, lf + 2) if lf >= 0 else (crlf, crlf + 3)
-        if end >= 0:
-            # The last header line's own CR is not part of its text.
-            return (end - 1 if end and buf[end - 1] == 13 else end), body_start
+        if self.allow_bare_lf:
+            crlf = buf.find(b"\n\r\n", start)
+            lf = buf.find(b"\n\n", start, crlf + 1 if crlf >= 0 else len(buf))
+            end, body_start = (lf, lf + 2) if lf >= 0 else (crlf, crlf + 3)
+            if end >= 0:
+                # The last header line's own CR is not part of its text.
+                return (end - 1 if end and buf[end - 1] == 13 else end), body_start
+        else:
+            end = buf.find(b"\r\n\r\n", max(0, start - 1))
+            if end >= 0:
+                return end, end + 4  # a bare LF inside is refused by `_parse_head`
+            # A bare LF is refused as soon as it arrives, like a bare CR below: waiting for
+            # the head to end would let a client hold the connection with a head we refuse.
+            # PERF: two counts in C; a look-behind regex would try every position.
+            if buf.count(b"\n", start) != buf.count(b"\r\n", max(0, start - 1)):
+                raise self._fail(400, "Bare LF in request head")
         # A CR followed by anything but LF can never become part of a valid head: refuse it
         # now rather than when the head ends, which a client need never let happen.
         if _BARE_CR.search(buf, start) is not None:
@@ -330,9 +353,13 @@ class RequestParser:
         return self._head(parsed, block, framing)
 
     def _parse_unusual_head(self, text: str) -> RequestHead:
-        """The slow path: bare LF line ends are normalised, anything else is diagnosed."""
-        if text.count("\r") != text.count("\r\n"):
+        """The slow path: bare LF line ends (when allowed) are normalised, anything else is
+        diagnosed."""
+        crlf = text.count("\r\n")
+        if text.count("\r") != crlf:
             raise self._fail(400, "Bare CR in request head")
+        if not self.allow_bare_lf and text.count("\n") != crlf:
+            raise self._fail(400, "Bare LF in request head")
         line, _, block = text.replace("\r\n", "\n").replace("\n", "\r\n").partition("\r\n")
         parsed = self._parse_request_line(line)
         if _HEADER_BLOCK.fullmatch(block) is None:
@@ -373,6 +400,10 @@ class RequestParser:
         hosts = lowered.count("\nhost:")
         if hosts != 1 and (hosts > 1 or version == "HTTP/1.1"):
             raise self._fail(400, "Multiple Host headers" if hosts else "Missing Host header")
+        if hosts:
+            host = lowered.partition("\nhost:")[2].partition("\r")[0].strip(" \t")
+            if not is_authority(host):
+                raise self._fail(400, "Host is not a valid authority")
         framing = _FRAMING_FIELD.findall(lowered)
         if framing:
             codings: list[str] = []
@@ -435,10 +466,8 @@ class RequestParser:
         target, sp2, version = rest.partition(" ")
         if not sp2 or not method or not target:
             raise self._fail(400, "Malformed start-line")
-        if method not in METHODS:
-            if TOKEN.fullmatch(method) is None:
-                raise self._fail(400, "Malformed start-line")
-            raise self._fail(501, "Unknown HTTP method")
+        if TOKEN.fullmatch(method) is None:
+            raise self._fail(400, "Malformed start-line")
         if version not in VERSIONS:
             if version.startswith("HTTP/"):
                 raise self._fail(505, "Unsupported HTTP version")

@@ -6,6 +6,7 @@ so no caller can split a response with CR or LF.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
 
@@ -89,6 +90,10 @@ LOWER_HEADER_NAMES = {
 }  # fmt: skip
 
 
+# RFC 9110 §5.5: a field value is visible characters, SP, HTAB and obs-text.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
 def check_header_name(name: str) -> str:
     """Return `name` lower-cased; ValueError unless it is an RFC 9110 token."""
     lower = LOWER_HEADER_NAMES.get(name)
@@ -100,10 +105,15 @@ def check_header_name(name: str) -> str:
 
 
 def check_header_value(value: object) -> str:
-    """Return `value` as text; ValueError on CR, LF, NUL (response splitting) or non-latin-1."""
+    """Return `value` as text; ValueError on a control character other than HTAB (CR and LF
+    would split the response; the others are read differently by each client and proxy) or
+    on text that is not latin-1."""
     text = value if type(value) is str else str(value)
-    if "\r" in text or "\n" in text or "\x00" in text:
-        raise ValueError("header values must not contain CR, LF or NUL")
+    control = _CONTROL.search(text)
+    if control is not None:
+        raise ValueError(
+            f"header values must not contain control characters ({control[0]!r} found)"
+        )
     if not text.isascii():
         try:
             text.encode("latin-1")

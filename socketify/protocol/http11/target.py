@@ -9,18 +9,42 @@ Host header (`with_host`): the target's own authority is the one the client mean
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 from socketify.protocol.http11.events import ParseError
 
-__all__ = ["split_target", "with_host"]
+__all__ = ["is_authority", "split_target", "with_host"]
 
 _ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([^/?#]*)")
-# RFC 3986 authority without userinfo: a host (reg-name, IPv4 or a bracketed IP literal) and
-# an optional port. Userinfo is refused: RFC 9110 calls it an error in an http(s) URI.
+# RFC 3986 authority without userinfo: a host and an optional port. The host is a reg-name
+# (which covers IPv4 too: unreserved characters, sub-delims and %XX escapes) or an IP literal
+# in brackets. Userinfo is refused: RFC 9110 calls it an error in an http(s) URI, and an "@"
+# is how `evil.example/x?@good.example` means one host to one parser and another to the next.
 _AUTHORITY = re.compile(
-    r"(?:\[[0-9A-Za-z:.\-_~!$&'()*+,;=]+\]|[0-9A-Za-z\-._~%!$&'()*+,;=]+)(?::[0-9]*)?"
+    r"(?:(?P<reg>(?:[0-9A-Za-z\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+)"
+    r"|\[(?P<ip6>[0-9A-Fa-f:.]+)\]|\[v[0-9A-Fa-f]+\.[0-9A-Za-z\-._~!$&'()*+,;=:]+\])"
+    r"(?::[0-9]{0,5})?"
 )
+
+
+def is_authority(text: str) -> bool:
+    """Whether `text` is a valid `host[:port]` authority (a Host header, `:authority`).
+
+    The empty text is valid too: a client sends an empty Host when its target has none.
+    """
+    if not text:
+        return True
+    match = _AUTHORITY.fullmatch(text)
+    if match is None:
+        return False
+    literal = match["ip6"]
+    if literal is not None:
+        try:
+            ipaddress.IPv6Address(literal)
+        except ValueError:
+            return False
+    return True
 
 
 def split_target(method: str, target: str) -> tuple[str, str, str]:
@@ -43,7 +67,7 @@ def split_target(method: str, target: str) -> tuple[str, str, str]:
         if scheme_host is None:
             raise ParseError(400, "Malformed request target")
         authority = scheme_host[1]
-        if _AUTHORITY.fullmatch(authority) is None:
+        if not authority or not is_authority(authority):
             raise ParseError(400, "Malformed authority in request target")
         uri = target[scheme_host.end() :] or "/"
         if uri[0] != "/":

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from socketify.protocol.http11.events import RequestHead
 from socketify.protocol.http11.serializer import DATE_CLOCK, SERVER_NAME, HeaderField
 from socketify.protocol.http11.status import NO_BODY_STATUSES
+from socketify.protocol.http11.target import is_authority
 from socketify.protocol.http11.trailers import is_forbidden_trailer
 
 __all__ = ["HOP_BY_HOP", "BadRequest", "request_head", "response_headers", "trailer_fields"]
@@ -32,9 +33,10 @@ HOP_BY_HOP = frozenset(
 _SERVER = (b"server", SERVER_NAME.encode("latin-1"))
 # RFC 9113 §8.2.1: names hold no control, space, upper-case, colon or non-ASCII bytes (a
 # pseudo-header's leading colon is looked at first); values no NUL, CR or LF, and no
-# whitespace at either end.
+# whitespace at either end. Values with other control bytes (HTAB aside) are refused too,
+# as HTTP/1.1 refuses them: a request passed on to an HTTP/1.1 hop must mean the same there.
 _bad_name = re.compile(rb"[\x00-\x20A-Z:\x7f-\xff]").search
-_bad_value = re.compile(rb"[\x00\r\n]|\A[ \t]|[ \t]\Z").search
+_bad_value = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]|\A[ \t]|[ \t]\Z").search
 _STATUS = {code: (b":status", str(code).encode()) for code in range(100, 600)}
 
 
@@ -87,6 +89,8 @@ def request_head(fields: Iterable[tuple[bytes, bytes]]) -> RequestHead:
             continue
         if name == "host":
             has_host = True
+            if not is_authority(value):
+                raise BadRequest("host is not a valid authority")
         elif name in HOP_BY_HOP:
             raise BadRequest(f"connection-specific field {name}")
         elif name == "te" and value != "trailers":
@@ -98,6 +102,8 @@ def request_head(fields: Iterable[tuple[bytes, bytes]]) -> RequestHead:
         raise BadRequest("CONNECT is not served")
     if not method or not scheme or path is None:
         raise BadRequest("a request needs :method, :scheme and :path")
+    if authority is not None and not is_authority(authority):
+        raise BadRequest(":authority is not a valid authority")
     if not path.startswith("/") and path != "*":
         raise BadRequest(f"invalid :path {path!r}")
     if cookies:

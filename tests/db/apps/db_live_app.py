@@ -60,6 +60,14 @@ def hold(req: Request, res: Response) -> None:
     res.send("done")
 
 
+@server.get("/read-then-hold")
+def read_then_hold(req: Request, res: Response) -> None:
+    """A read, then 10 s of server-side work in the same transaction."""
+    name = User[1].name
+    db.select("SELECT pg_sleep(10)" if db.dialect == "postgres" else "SELECT SLEEP(10)")
+    res.send(name)
+
+
 @server.get("/probe/:tag")
 def probe(req: Request, res: Response) -> None:
     """Create a note, pause mid-session, then report the notes this session can see."""
