@@ -38,6 +38,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import socketify.protocol.http2.frames as frames  # the module alone: the package imports us
+from socketify.protocol.http.fields import HeaderField
+from socketify.protocol.http.heads import RequestHead
 from socketify.protocol.http2.events import (
     BodyData,
     ConnectionTerminated,
@@ -77,8 +79,6 @@ from socketify.protocol.http2.messages import (
     response_headers,
     trailer_fields,
 )
-from socketify.protocol.http11.events import RequestHead
-from socketify.protocol.http11.serializer import HeaderField
 
 __all__ = ["PREFACE", "Http2ServerConnection", "StreamClosed"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from socketify.protocol.http11.events import RequestHead
+from socketify.protocol.http.heads import RequestHead
 
 __all__ = [
     "BodyData",

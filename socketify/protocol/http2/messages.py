@@ -7,7 +7,7 @@ the same `RequestHead` an HTTP/1.1 request line and header section make, so ever
 the wire stays protocol-neutral; a malformed request is a `BadRequest`, which resets only its
 own stream. `trailer_fields` checks a request's trailers as strictly (a pseudo-header or a
 connection-specific field resets the stream) and drops the fields no trailer may carry, as
-HTTP/1.1 does (`socketify.protocol.http11.trailers`). `response_headers` does the reverse
+HTTP/1.1 does (`socketify.protocol.http.trailers`). `response_headers` does the reverse
 for an answer's `HeaderField`s: fields that only mean something to one HTTP/1.1 hop are
 dropped, Date and Server are added as HTTP/1.1 adds them, and the length is stated when known.
 """
@@ -17,11 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from socketify.protocol.http11.events import RequestHead
-from socketify.protocol.http11.serializer import DATE_CLOCK, SERVER_NAME, HeaderField
-from socketify.protocol.http11.status import NO_BODY_STATUSES
+from socketify.protocol.http.dates import DATE_CLOCK, SERVER_NAME
+from socketify.protocol.http.fields import HeaderField
+from socketify.protocol.http.heads import RequestHead
+from socketify.protocol.http.status import NO_BODY_STATUSES
+from socketify.protocol.http.trailers import is_forbidden_trailer
 from socketify.protocol.http11.target import is_authority
-from socketify.protocol.http11.trailers import is_forbidden_trailer
 
 __all__ = ["HOP_BY_HOP", "BadRequest", "request_head", "response_headers", "trailer_fields"]
 
