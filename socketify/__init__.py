@@ -57,14 +57,18 @@ __all__ = [
 
 
 # socketify.py's API (`from socketify import App, AppOptions, OpCode`), imported on first use.
-# Its `middleware` helper is not among them: `socketify.middleware` is our middleware package.
+# Its `middleware` helper is not among them: `socketify.middleware`, our middleware package,
+# is callable as that helper.
 _SOCKETIFY_PY = {
     "App",
+    "AppExtension",
     "AppListenOptions",
     "AppOptions",
     "AppRequest",
     "AppResponse",
     "CompressOptions",
+    "DecoratorRouter",
+    "Loop",
     "MiddlewareRouter",
     "OpCode",
     "SendStatus",

@@ -509,3 +509,14 @@ class Router:
         # The slow part runs only for 404/405/OPTIONS: which methods would this path take?
         allowed = tuple(dict.fromkeys(r.method for r in _walk(self._root, segments, 0)))
         return None, None, (allowed or None)
+
+    def candidates(self, method: str, raw_path: str) -> Iterator[tuple[Route, dict[str, str]]]:
+        """Every route that answers `method` on `raw_path`, best first, with its params.
+
+        What `find` returns is the first of these; the rest are what a handler that declines
+        the request falls through to, in the same precedence.
+        """
+        segments = split_path(raw_path)
+        for route in _walk(self._root, segments, 0):
+            if route.matches_method(method):
+                yield route, route.extract(segments)

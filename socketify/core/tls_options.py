@@ -45,6 +45,8 @@ class TlsOptions:
     # The ALPN protocols offered, in our order of preference; None: h2 and http/1.1 when the
     # server speaks HTTP/2, http/1.1 alone otherwise. "h2" is never offered without HTTP/2.
     alpn: tuple[str, ...] | None = None
+    # The passphrase of an encrypted key file (the same for the SNI keys); kept out of repr.
+    key_password: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.min_version not in _VERSIONS:
@@ -107,7 +109,7 @@ class TlsOptions:
             if not os.path.isfile(path):
                 raise TlsError(f"TLS {what} file not found: {path}")
         try:
-            context.load_cert_chain(cert_file, key_file)
+            context.load_cert_chain(cert_file, key_file, password=self._password)
         except (ssl.SSLError, OSError) as exc:
             raise TlsError(f"cannot load {cert_file} with {key_file}: {exc}") from None
         if self.ciphers:
@@ -125,6 +127,13 @@ class TlsOptions:
         if protocols:
             context.set_alpn_protocols(list(protocols))
         return context
+
+    def _password(self) -> str:
+        # Called by OpenSSL only for an encrypted key; without a passphrase it would
+        # otherwise prompt on the terminal, and a server has no one there to answer.
+        if self.key_password is None:
+            raise TlsError("the TLS key file is encrypted: give its passphrase as key_password")
+        return self.key_password
 
 
 def _set_sni_callback(context: ssl.SSLContext, callback: Any) -> None:

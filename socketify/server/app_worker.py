@@ -6,6 +6,7 @@ serving modules are imported inside the function, in the worker, after monkey-pa
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 from dataclasses import dataclass
@@ -147,7 +148,10 @@ def probe_app(spec: str, wsgi: WsgiOptions | None = None) -> None:
 
     module = spec.partition(":")[0]
     try:
-        app = load_app(spec, wsgi)
+        # stdout carries the answer: what the module prints while it loads (a banner, a
+        # line after a module-level `app.run()`) goes to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            app = load_app(spec, wsgi)
         if app.settings.tls is not None:
             app.settings.tls.build_context()
         ProxyIntake.build(app.settings.proxy_protocol, app.settings.proxy_allow)

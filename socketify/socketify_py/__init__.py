@@ -9,17 +9,24 @@ a call that is not covered raises NotImplementedError naming what to use instead
 from __future__ import annotations
 
 from socketify.socketify_py.app import App, AppListenOptions, AppOptions
-from socketify.socketify_py.http import AppRequest, AppResponse
-from socketify.socketify_py.unsupported import MiddlewareRouter, middleware, sendfile
+from socketify.socketify_py.chain import DecoratorRouter, MiddlewareRouter, middleware
+from socketify.socketify_py.extensions import AppExtension
+from socketify.socketify_py.files import sendfile
+from socketify.socketify_py.loop import Loop
+from socketify.socketify_py.request import AppRequest
+from socketify.socketify_py.response import AppResponse
 from socketify.socketify_py.websocket import CompressOptions, OpCode, SendStatus, WebSocket
 
 __all__ = [
     "App",
+    "AppExtension",
     "AppListenOptions",
     "AppOptions",
     "AppRequest",
     "AppResponse",
     "CompressOptions",
+    "DecoratorRouter",
+    "Loop",
     "MiddlewareRouter",
     "OpCode",
     "SendStatus",

@@ -3,36 +3,56 @@
 `App` *is* a `socketify.Server`, so `socketify run module:app` serves it like any other app,
 pre-forked, with every command-line option; `python app.py` ending in `app.run()` starts the
 same pre-fork master. What changes is the face: route handlers take socketify.py's
-`(res, req)` (see `socketify.socketify_py.http`), `app.ws(path, behavior)` takes its dict
-(`socketify.socketify_py.websocket`), and `listen(port, handler)` only records where to listen:
+`(res, req)` (`socketify.socketify_py.request`, `.response`, served by `.handlers`),
+`app.ws(path, behavior)` takes its dict (`.behaviors`, `.websocket`), and
+`listen(port, handler)` only records where to listen:
 `run()` binds, forks the workers, calls the handlers with the bound `AppListenOptions`, and
 supervises until a signal stops the server.
 
 Handlers may be `async def`, as in socketify.py; they run on the worker's asyncio loop (see
-`socketify.core.coroutines`). Socketify middleware (`app.use`, `(req, res, next)` with
-Socketify's own Request and Response) runs before them.
+`socketify.core.coroutines`), and `socketify.socketify_py.handlers` serves each one.
+Socketify middleware (`app.use`, `(req, res, next)` with Socketify's own Request and
+Response) runs before them.
+
+`app.close()` from a handler stops the whole server, as socketify.py's does: the worker that
+runs the handler asks the master (its parent) to stop gracefully, so the answer being
+written, and every other one in flight, is finished first.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import json
 import logging
+import os
+import signal
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from socketify.app import Server
-from socketify.core.coroutines import is_async, runner
+from socketify.core.coroutines import is_async
 from socketify.core.request import Request
 from socketify.core.response import Response
 from socketify.core.tls_options import TlsOptions
-from socketify.socketify_py.http import AppRequest, AppResponse, unsupported
-from socketify.socketify_py.websocket import OpCode, publish, ws_route
+from socketify.socketify_py.behaviors import ws_route
+from socketify.socketify_py.chain import RouteTable
+from socketify.socketify_py.errors import unsupported
+from socketify.socketify_py.extensions import Extension, Faces, extend
+from socketify.socketify_py.handlers import RouteHandler, WebSocketRoute
+from socketify.socketify_py.loop import Loop
+from socketify.socketify_py.request import AppRequest
+from socketify.socketify_py.response import AppResponse, JsonSerializer
+from socketify.socketify_py.websocket import OpCode, publish
 
 __all__ = ["App", "AppListenOptions", "AppOptions"]
 
 log = logging.getLogger("socketify.socketify_py")
 
 Handler = Callable[[AppResponse, AppRequest], Any]
+# socketify.py calls it with None for res and req when a lifespan hook failed.
+ErrorHandler = Callable[[Exception, AppResponse | None, AppRequest | None], Any]
 
 
 @dataclass(frozen=True)
@@ -51,12 +71,6 @@ class AppOptions:
         """The Socketify `TlsOptions` these stand for."""
         if not self.key_file_name or not self.cert_file_name:
             raise ValueError("AppOptions needs both key_file_name and cert_file_name for HTTPS")
-        if self.passphrase is not None:
-            raise unsupported(
-                "AppOptions(passphrase=...)",
-                "decrypt the key file once (openssl pkey) and"
-                " keep it readable only by the server's user",
-            )
         if self.dh_params_file_name is not None:
             raise unsupported(
                 "AppOptions(dh_params_file_name=...)", "TLS 1.2+ uses ECDHE; drop the option"
@@ -67,22 +81,29 @@ class AppOptions:
             ca_file=self.ca_file_name,
             client_auth="optional" if self.ca_file_name else "none",
             ciphers=self.ssl_ciphers,
+            key_password=self.passphrase,
         )
 
 
 @dataclass(frozen=True)
 class AppListenOptions:
-    """Where to listen: `port` (0 picks a free one) and `host` (None: every interface)."""
+    """Where to listen: `port` (0 picks a free one) and `host` (None: every interface), or
+    `domain`, the path of a Unix socket."""
 
     port: int = 0
     host: str | None = None
     options: int = 0
+    domain: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.port, int) or isinstance(self.port, bool):
             raise TypeError("AppListenOptions.port must be an int")
         if self.host is not None and not isinstance(self.host, str):
             raise TypeError("AppListenOptions.host must be a str or None")
+        if self.domain is not None and not isinstance(self.domain, str):
+            raise TypeError("AppListenOptions.domain must be a str or None")
+        if self.domain and (self.host or self.port):
+            raise ValueError("AppListenOptions: a domain (Unix socket) takes no host or port")
 
 
 ListenHandler = Callable[[AppListenOptions], Any]
@@ -108,15 +129,61 @@ class App(Server):
         if options is not None:
             server_options.setdefault("tls", options.tls_options())
         super().__init__(**server_options)
+        # `app.router` is the route table, and also socketify.py's `app.router(prefix, ...)`.
+        self.router = RouteTable(self)
         self.app_options = options
-        self.listen_at: list[tuple[AppListenOptions, ListenHandler | None]] = []
-        self.topics: Any = None  # the Pulse Hub of ws topics, made by the first ws() or publish
+        self._listen_at: list[tuple[AppListenOptions, ListenHandler | None]] = []
+        self._topics: Any = None  # the Pulse Hub of ws topics, made by the first ws() or publish
+        self.serializer: JsonSerializer = json
+        self.template_engine: Any = None
+        self.loop = Loop()
+        self._master_pid: int | None = None  # set by run(): the process that supervises
+        self.faces = Faces()  # the classes of the faces, with the registered extensions
+        self._lifespan = lifespan
+        self._start_hook: Callable[[], Any] | None = None
+        self._shutdown_hook: Callable[[], Any] | None = None
+        self._error_callback: ErrorHandler | None = None
+
+    # -- extensions and the lifespan ------------------------------------------------------
+
+    def register(self, extension: Extension) -> None:
+        """Add `extension(request, response, ws)`'s methods and properties to the faces."""
+        self.router.check_open()
+        self.faces = extend(self.faces, extension)
+
+    def on_start(self, hook: Callable[[], Any]) -> Callable[[], Any]:
+        """Run `hook()` (plain or `async def`) in `run()`, before the workers start."""
+        self._start_hook = hook
+        return hook
+
+    def on_shutdown(self, hook: Callable[[], Any]) -> Callable[[], Any]:
+        """Run `hook()` (plain or `async def`) in `run()`, once the workers have stopped."""
+        self._shutdown_hook = hook
+        return hook
+
+    def run_hook(self, hook: Callable[[], Any] | None) -> None:
+        """Run a lifespan hook; what it raises goes to the error handler, as in socketify.py."""
+        if hook is None or not self._lifespan:
+            return
+        try:
+            result = hook()
+            if inspect.isawaitable(result):
+                asyncio.run(_awaited(result))
+        except Exception as error:
+            log.exception("the %s hook failed", getattr(hook, "__name__", "lifespan"))
+            handler = self._error_callback
+            if handler is not None:
+                try:
+                    handler(error, None, None)
+                except Exception:
+                    log.exception("the error handler failed on a lifespan hook's error")
 
     # -- routes ----------------------------------------------------------------------------
 
     def route_with(self, method: str, path: str, handler: Handler) -> App:
         """Register `handler(res, req)` for `method` on `path` (uWebSockets' pattern syntax)."""
-        self.router.add(method, path, _as_socketify_handler(handler))
+        served = RouteHandler(self, handler)
+        served.route = self.router.add(method, path, served)
         return self
 
     def get(self, path: str, handler: Handler) -> App:  # type: ignore[override]
@@ -159,22 +226,44 @@ class App(Server):
         """`handler(res, req)` for every method."""
         return self.route_with("ANY", path, handler)
 
-    def set_error_handler(
-        self, handler: Callable[[Exception, AppResponse, AppRequest], Any]
-    ) -> None:
+    def set_error_handler(self, handler: ErrorHandler) -> None:
         """`handler(error, res, req)` answers what a handler raised (socketify.py's order)."""
+        self._error_callback = handler
         if is_async(handler):
 
             async def on_error_async(req: Request, res: Response, exc: Exception) -> Any:
-                return await handler(exc, AppResponse(res, req), AppRequest(req))
+                return await handler(
+                    exc, self.faces.response(res, req, self), self.faces.request(req)
+                )
 
-            self.on_error(on_error_async)
+            super().on_error(on_error_async)
         else:
 
             def on_error(req: Request, res: Response, exc: Exception) -> Any:
-                return handler(exc, AppResponse(res, req), AppRequest(req))
+                return handler(exc, self.faces.response(res, req, self), self.faces.request(req))
 
-            self.on_error(on_error)
+            super().on_error(on_error)
+
+    def on_error(self, handler: ErrorHandler) -> ErrorHandler:  # type: ignore[override]
+        """`set_error_handler`, usable as a decorator: `@app.on_error`."""
+        self.set_error_handler(handler)
+        return handler
+
+    def json_serializer(self, serializer: JsonSerializer) -> App:
+        """Encode and decode JSON bodies and messages with `serializer` (`ujson`, `orjson`...)."""
+        if not callable(getattr(serializer, "dumps", None)) or not callable(
+            getattr(serializer, "loads", None)
+        ):
+            raise TypeError("a JSON serializer needs dumps() and loads()")
+        self.serializer = serializer
+        return self
+
+    def template(self, engine: Any) -> App:
+        """Render `res.render(...)` with `engine.render(...)` (socketify.py's template plug-in)."""
+        if not callable(getattr(engine, "render", None)):
+            raise TypeError("a template engine needs a render() method")
+        self.template_engine = engine
+        return self
 
     # -- WebSockets and topics -------------------------------------------------------------
 
@@ -182,22 +271,23 @@ class App(Server):
         """A WebSocket route from a socketify.py behavior dict (`open`, `message`, ...)."""
         if ignored:
             raise TypeError("app.ws(path, behavior): pass the behavior as one dict")
-        self.router.add("GET", path, ws_route(behavior or {}, self.hub()))
+        served = WebSocketRoute(self, ws_route(behavior or {}, self))
+        served.route = self.router.add("GET", path, served)
         return self
 
     def hub(self) -> Any:
         """The Pulse Hub whose rooms are this App's topics (shared by every worker)."""
-        if self.topics is None:
+        if self._topics is None:
             from socketify.realtime.pulse.hub import Hub
 
-            self.topics = Hub(name="socketify_py")
-        return self.topics
+            self._topics = Hub(name="socketify_py")
+        return self._topics
 
     def publish(
         self, topic: str | bytes, message: Any, opcode: int = OpCode.BINARY, compress: bool = False
     ) -> bool:
         """Send `message` to every subscriber of `topic`, on every worker."""
-        publish(self.hub(), topic, message, opcode)
+        publish(self.hub(), topic, message, opcode, self.serializer)
         return True
 
     def num_subscribers(self, topic: str | bytes) -> int:
@@ -219,13 +309,15 @@ class App(Server):
             where = port_or_options
         elif isinstance(port_or_options, dict):
             where = AppListenOptions(
-                port=port_or_options.get("port", 0), host=port_or_options.get("host")
+                port=port_or_options.get("port", 0),
+                host=port_or_options.get("host"),
+                domain=port_or_options.get("domain"),
             )
         elif isinstance(port_or_options, int) and not isinstance(port_or_options, bool):
             where = AppListenOptions(port=port_or_options)
         else:
             raise TypeError("listen() takes a port, an AppListenOptions or a dict")
-        self.listen_at.append((where, handler))
+        self._listen_at.append((where, handler))
         return self
 
     def run(self) -> App:
@@ -239,21 +331,39 @@ class App(Server):
         if importing_app():
             log.info("socketify run serves this App; app.run() in the module returns at once")
             return self
-        if not self.listen_at:
+        if not self._listen_at:
             raise RuntimeError("call app.listen(port, handler) before app.run()")
-        binds = [_bind_text(where) for where, _ in self.listen_at]
+        binds = [_bind_text(where) for where, _ in self._listen_at]
+        self._master_pid = os.getpid()
+        self.run_hook(self._start_hook)
         Server.listen(self, binds=binds)
-        port = self.port
-        for where, handler in self.listen_at:
+        for where, handler in self._listen_at:
             if handler is not None:
-                handler(AppListenOptions(port=where.port or port, host=where.host))
+                # A port 0 is reported resolved (the first TCP bind's port).
+                handler(where if where.domain or where.port else replace(where, port=self.port))
         self.wait()
+        self.run_hook(self._shutdown_hook)
         return self
 
     def close(self) -> App:
-        """Stop serving gracefully (from another thread or a signal handler)."""
-        self.stop()
+        """Stop the server gracefully: what is in flight (this answer too) is finished first.
+
+        From a handler, in a worker, this asks the master to stop; in the process that
+        called `run()` (another thread, a signal handler) it stops the server directly.
+        """
+        if self._master_pid == os.getpid():
+            self.stop()
+            return self
+        master = os.getppid()
+        if master > 1:  # 1: the master is gone and this worker was re-parented
+            os.kill(master, signal.SIGTERM)
         return self
+
+    # -- the worker's event loop ---------------------------------------------------------
+
+    def run_async(self, coroutine: Any, response: AppResponse | None = None) -> Any:
+        """Run `coroutine` on the worker's event loop (see `Loop.run_async`)."""
+        return self.loop.run_async(coroutine, response)
 
     # -- socketify.py calls without a counterpart -----------------------------------------
 
@@ -264,9 +374,9 @@ class App(Server):
         self.use(static_files.serve(directory, route.rstrip("/") or "/"))
         return self
 
-    def template(self, *args: Any, **kwargs: Any) -> Any:
+    def domain(self, *args: Any, **kwargs: Any) -> Any:
         """Not supported."""
-        raise unsupported("app.template", "render with jinja2 and res.end(html)")
+        raise unsupported("app.domain", "route by host with app.host(pattern)")
 
     def add_server_name(self, *args: Any, **kwargs: Any) -> Any:
         """Not supported."""
@@ -280,39 +390,17 @@ class App(Server):
         """Not supported."""
         raise unsupported("app.remove_server_name", "give TlsOptions(sni={host: (cert, key)})")
 
-    def run_async(self, *args: Any, **kwargs: Any) -> Any:
-        """Not supported."""
-        raise unsupported("app.run_async", "await it in an `async def` handler")
-
     def get_native_handle(self, *args: Any, **kwargs: Any) -> Any:
         """Not supported."""
         raise unsupported("app.get_native_handle", "there is no uWebSockets app underneath")
 
 
-def _as_socketify_handler(handler: Handler) -> Callable[[Request, Response], Any]:
-    """A Socketify `(req, res)` handler that calls socketify.py's `handler(res, req)`."""
-    if not callable(handler):
-        raise TypeError(f"a route handler must be callable, got {handler!r}")
-    if is_async(handler):
-
-        async def serve_async(req: Request, res: Response) -> None:
-            face = AppResponse(res, req)
-            await handler(face, AppRequest(req))
-            if face.data_handler is not None:  # the body is read in the request's greenlet
-                await runner().in_caller(face.deliver_body)
-
-        serve_async.__name__ = getattr(handler, "__name__", "handler")
-        return serve_async
-
-    def serve(req: Request, res: Response) -> None:
-        face = AppResponse(res, req)
-        handler(face, AppRequest(req))
-        face.deliver_body()
-
-    serve.__name__ = getattr(handler, "__name__", "handler")
-    return serve
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def _bind_text(where: AppListenOptions) -> str:
+    if where.domain:
+        return f"unix:{where.domain}"
     host = where.host or "0.0.0.0"
     return f"[{host}]:{where.port}" if ":" in host else f"{host}:{where.port}"

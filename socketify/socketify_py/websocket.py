@@ -1,15 +1,14 @@
-"""socketify.py's WebSockets: `app.ws(path, behavior)`, `WebSocket`, `OpCode`, topics.
+"""socketify.py's `WebSocket`, `OpCode`, `SendStatus`, `CompressOptions`, and its topics.
 
-A behavior dict (`open`, `message`, `close`, `drain`, `ping`, `pong`, `compression`,
-`max_payload_length`, `idle_timeout`, `max_backpressure`, `close_on_backpressure_limit`)
-becomes a Socketify Pulse route (`socketify.realtime.pulse.routes.ws_handler`); each
-connection's `Channel` gets one `WebSocket` face, kept in the channel's own `locals`, which
-the callbacks receive as socketify.py passes it: `message(ws, message, opcode)` with `str` for
-a text message and `bytes` for a binary one, `close(ws, code, message_bytes)`.
+Each connection's Pulse `Channel` gets one `WebSocket` face, kept in the channel's own
+`locals` (`socketify.socketify_py.behaviors` makes the route and hands the face to the
+behavior's callbacks).
 
 Topics are the rooms of one Pulse `Hub` per App: `ws.subscribe(topic)` joins, `ws.publish`
 sends to every other subscriber and `app.publish` to all of them, on every worker, through the
-cross-worker bus (the frame is encoded once per publish).
+cross-worker bus (the frame is encoded once per publish). A `subscription(ws, topic,
+subscribers, subscribers_before)` behavior is called when a connection joins or leaves a
+topic, with this worker's counts (uWebSockets counts per process too).
 """
 
 from __future__ import annotations
@@ -18,19 +17,19 @@ import ipaddress
 import json
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
-from socketify.core.coroutines import blocking, is_async
-from socketify.socketify_py.http import unsupported
+from socketify.socketify_py.errors import unsupported
+from socketify.socketify_py.response import JsonSerializer
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
-    from socketify.core.response import Response
     from socketify.realtime.pulse.channel import Channel
     from socketify.realtime.pulse.hub import Hub
 
-__all__ = ["CompressOptions", "OpCode", "SendStatus", "WebSocket", "ws_options", "ws_route"]
+__all__ = ["UPGRADING", "CompressOptions", "OpCode", "SendStatus", "Topics", "WebSocket", "publish"]
 
 
 class OpCode(IntEnum):
@@ -81,14 +80,16 @@ class CompressOptions(IntEnum):
     DEDICATED_COMPRESSOR = 15 << 4 | 8
 
 
-# The upgrade request being answered, while `open` runs for its new connection.
-_upgrading: ContextVar[Request | None] = ContextVar("socketify_py_upgrading", default=None)
+# The upgrade request being answered and its user data, while `open` runs for its connection.
+UPGRADING: ContextVar[tuple[Request, Any] | None] = ContextVar(
+    "socketify_py_upgrading", default=None
+)
 
 _STATUS = {"SENT": SendStatus.SUCCESS, "BACKPRESSURE": SendStatus.BACKPRESSURE}
 _KEY = "socketify_py.websocket"
 
 
-def _payload(message: Any) -> bytes:
+def _payload(message: Any, serializer: JsonSerializer = json) -> bytes:
     if isinstance(message, bytes):
         return message
     if isinstance(message, str):
@@ -97,31 +98,56 @@ def _payload(message: Any) -> bytes:
         return bytes(message)
     if message is None:
         return b""
-    return json.dumps(message).encode("utf-8")
+    encoded = serializer.dumps(message)
+    return encoded.encode("utf-8") if isinstance(encoded, str) else bytes(encoded)
+
+
+@dataclass(frozen=True)
+class Topics:
+    """What the connections of one ws route share: the App's Hub, the JSON serializer, the
+    `subscription` behavior and the class of the faces (with the App's extensions)."""
+
+    hub: Hub
+    serializer: JsonSerializer = json
+    subscription: Callable[..., Any] | None = None
+    face: type[WebSocket] = field(default_factory=lambda: WebSocket)
 
 
 class WebSocket:
     """socketify.py's WebSocket: one per connection, over a Pulse `Channel` (`.channel`)."""
 
-    __slots__ = ("channel", "hub", "remote_address")
+    __slots__ = ("channel", "remote_address", "topics", "user_data")
 
-    def __init__(self, channel: Channel, hub: Hub, remote_address: str | None = None) -> None:
+    def __init__(
+        self,
+        channel: Channel,
+        topics: Topics,
+        remote_address: str | None = None,
+        user_data: Any = None,
+    ) -> None:
         self.channel = channel
-        self.hub = hub
+        self.topics = topics
         self.remote_address = remote_address
+        self.user_data = user_data
+
+    @property
+    def hub(self) -> Hub:
+        """The Hub whose rooms are the topics."""
+        return self.topics.hub
 
     @classmethod
-    def of(cls, channel: Channel, hub: Hub) -> WebSocket:
+    def of(cls, channel: Channel, topics: Topics) -> WebSocket:
         """The face of `channel`, made on first use and kept in the channel's locals.
 
         The first use is `open`, while the upgrade request is being answered: the face keeps
-        what it needs of that request (the client's address).
+        what it needs of that request (the client's address, the upgrade's user data).
         """
         found = channel.locals.get(_KEY)
         if found is None:
-            request = _upgrading.get()
+            upgrading = UPGRADING.get()
+            request, user_data = upgrading if upgrading is not None else (None, None)
             address = request.remote_ip if request is not None else None
-            found = channel.locals[_KEY] = cls(channel, hub, address)
+            found = channel.locals[_KEY] = cls(channel, topics, address, user_data)
         return found
 
     # -- sending ---------------------------------------------------------------------------
@@ -140,13 +166,18 @@ class WebSocket:
         """
         if not fin:
             raise unsupported("ws.send(fin=False)", "send the whole message in one call")
+        serializer = self.topics.serializer
         if opcode == OpCode.TEXT:
-            text = message if isinstance(message, str) else _payload(message).decode("utf-8")
+            text = (
+                message
+                if isinstance(message, str)
+                else _payload(message, serializer).decode("utf-8")
+            )
             status = self.channel.send_text(text)
         elif opcode == OpCode.BINARY:
-            status = self.channel.send_binary(_payload(message))
+            status = self.channel.send_binary(_payload(message, serializer))
         elif opcode == OpCode.PING:
-            status = self.channel.ping(_payload(message))
+            status = self.channel.ping(_payload(message, serializer))
         else:
             raise ValueError(f"ws.send sends TEXT, BINARY or PING messages, not opcode {opcode}")
         return _STATUS.get(getattr(status, "name", ""), SendStatus.DROPPED)
@@ -188,19 +219,54 @@ class WebSocket:
         except ValueError:
             return None
 
-    def get_user_data(self) -> None:
-        """None: there is no `upgrade` behavior to attach data (use ws.channel.locals)."""
-        return None
+    def get_user_data_uuid(self) -> str:
+        """An id of this connection (socketify.py's key of its user data)."""
+        return str(self.channel.id)
+
+    def clone(self) -> WebSocket:
+        """This face: it lives as long as the connection (check `ws.channel.alive`)."""
+        return self
+
+    def cork_end(self, code: int = 1000, message: Any = None) -> WebSocket:
+        """`end()`: frames written in one loop turn go out in one write anyway."""
+        return self.end(code, message)
+
+    def get_user_data(self) -> Any:
+        """What the `upgrade` behavior gave `res.upgrade(..., user_data)` (None without one)."""
+        return self.user_data
 
     # -- topics ----------------------------------------------------------------------------
 
     def subscribe(self, topic: str | bytes) -> bool:
         """Join `topic`; True when newly joined."""
-        return self.hub.join(_topic(topic), self.channel)
+        name = _topic(topic)
+        joined = bool(self.hub.join(name, self.channel))
+        if joined:
+            self.tell_subscription(name, +1)
+        return joined
 
     def unsubscribe(self, topic: str | bytes) -> bool:
         """Leave `topic`; True when it was joined."""
-        return self.hub.leave(_topic(topic), self.channel)
+        name = _topic(topic)
+        left = bool(self.hub.leave(name, self.channel))
+        if left:
+            self.tell_subscription(name, -1)
+        return left
+
+    def tell_subscription(self, topic: str, change: int) -> None:
+        """Call the `subscription` behavior: (ws, topic, subscribers, subscribers before)."""
+        callback = self.topics.subscription
+        if callback is not None:
+            now = self.hub.local_size(topic)
+            callback(self, topic, now, now - change)
+
+    def tell_closing(self) -> None:
+        """Call the `subscription` behavior for each topic the closing connection leaves."""
+        callback = self.topics.subscription
+        if callback is not None:
+            for topic in self.get_topics():
+                before = self.hub.local_size(topic)
+                callback(self, topic, before - 1, before)
 
     def is_subscribed(self, topic: str | bytes) -> bool:
         """True when this connection is subscribed to `topic`."""
@@ -219,7 +285,7 @@ class WebSocket:
         self, topic: str | bytes, message: Any, opcode: int = OpCode.BINARY, compress: bool = False
     ) -> bool:
         """Send to every other subscriber of `topic`, on every worker (not to this one)."""
-        publish(self.hub, topic, message, opcode, exclude=self.channel)
+        publish(self.hub, topic, message, opcode, self.topics.serializer, exclude=self.channel)
         return True
 
     def send_fragment(self, *args: Any, **kwargs: Any) -> Any:
@@ -231,14 +297,21 @@ class WebSocket:
 
 
 def publish(
-    hub: Hub, topic: str | bytes, message: Any, opcode: int, exclude: Channel | None = None
+    hub: Hub,
+    topic: str | bytes,
+    message: Any,
+    opcode: int,
+    serializer: JsonSerializer = json,
+    exclude: Channel | None = None,
 ) -> None:
     """Broadcast `message` to `topic` as a TEXT or BINARY frame."""
     if opcode == OpCode.TEXT:
-        text = message if isinstance(message, str) else _payload(message).decode("utf-8")
+        text = (
+            message if isinstance(message, str) else _payload(message, serializer).decode("utf-8")
+        )
         hub.broadcast_text(_topic(topic), text, exclude=exclude)
     elif opcode == OpCode.BINARY:
-        hub.broadcast_binary(_topic(topic), _payload(message), exclude=exclude)
+        hub.broadcast_binary(_topic(topic), _payload(message, serializer), exclude=exclude)
     else:
         raise ValueError(f"publish sends TEXT or BINARY messages, not opcode {opcode}")
 
@@ -249,126 +322,3 @@ def _topic(topic: str | bytes) -> str:
     if isinstance(topic, str):
         return topic
     raise TypeError(f"a topic is a str or bytes, not {type(topic).__name__}")
-
-
-# Behavior keys socketify.py accepts that have no meaning here, with what to do instead.
-_UNSUPPORTED = {
-    "upgrade": "let app.ws() upgrade, and check the request before it in a Socketify"
-    " middleware (app.use)",
-    "subscription": "count subscribers with app.num_subscribers(topic)",
-    "max_lifetime": "close long-lived connections from the app (ws.end)",
-    "reset_idle_timeout_on_send": "only what the client sends resets the idle timer",
-    "send_pings_automatically": "idle_timeout always pings a silent client before closing it",
-}
-_KNOWN = {
-    "open",
-    "message",
-    "close",
-    "drain",
-    "ping",
-    "pong",
-    "compression",
-    "max_payload_length",
-    "idle_timeout",
-    "max_backpressure",
-    "close_on_backpressure_limit",
-}
-
-
-def ws_options(behavior: dict[str, Any], hub: Hub) -> dict[str, Any]:
-    """The `Server.ws` keyword arguments for a socketify.py behavior dict."""
-    if not isinstance(behavior, dict):
-        raise TypeError("app.ws(path, behavior): behavior must be a dict")
-    for key, value in behavior.items():
-        if key in _UNSUPPORTED:
-            if value:
-                raise unsupported(f"the ws behavior {key!r}", _UNSUPPORTED[key])
-        elif key not in _KNOWN:
-            raise ValueError(f"unknown ws behavior {key!r}")
-    idle = behavior.get("idle_timeout", 120)
-    options: dict[str, Any] = {
-        # socketify.py's defaults, where they differ from Socketify's own.
-        "max_payload_length": behavior.get("max_payload_length", 16 * 1024),
-        "idle_timeout": idle if idle else None,
-        "max_backpressure": behavior.get("max_backpressure", 64 * 1024),
-        "close_on_backpressure_limit": bool(behavior.get("close_on_backpressure_limit", False)),
-        "compression": bool(behavior.get("compression", CompressOptions.DISABLED)),
-    }
-    # `open` always makes the connection's face, while the upgrade request is at hand.
-    options["open"] = _with_face(behavior.get("open") or _ignore, hub)
-    if behavior.get("drain") is not None:
-        options["drain"] = _with_face(behavior["drain"], hub)
-    message = behavior.get("message")
-    if message is not None:
-        options["message"] = _with_face(message, hub, _as_opcode)
-    close = behavior.get("close")
-    if close is not None:
-        options["close"] = _with_face(close, hub, _as_close)
-    for role in ("ping", "pong"):
-        if behavior.get(role) is not None:
-            options["open"] = _with_ping_pong(
-                options.get("open"), role, _with_face(behavior[role], hub)
-            )
-    return options
-
-
-def ws_route(behavior: dict[str, Any], hub: Hub) -> Callable[[Request, Response], Any]:
-    """The GET handler of a socketify.py WebSocket route: upgrade, then the callbacks."""
-    from socketify.realtime.pulse.routes import ws_handler
-
-    upgrade = ws_handler(**ws_options(behavior, hub))
-
-    def handler(req: Request, res: Response) -> Any:
-        token = _upgrading.set(req)
-        try:
-            return upgrade(req, res)
-        finally:
-            _upgrading.reset(token)
-
-    return handler
-
-
-def _ignore(ws: WebSocket) -> None:
-    """The `open` of a behavior that has none."""
-
-
-def _with_face(
-    callback: Callable[..., Any],
-    hub: Hub,
-    convert: Callable[..., tuple[Any, ...]] = lambda *rest: rest,
-) -> Callable[..., Any]:
-    """`callback(ws, *convert(*rest))` called as `(channel, *rest)`; async stays async."""
-    if is_async(callback):
-
-        async def call_async(channel: Channel, *rest: Any) -> Any:
-            return await callback(WebSocket.of(channel, hub), *convert(*rest))
-
-        return call_async
-
-    def call(channel: Channel, *rest: Any) -> Any:
-        return callback(WebSocket.of(channel, hub), *convert(*rest))
-
-    return call
-
-
-def _as_opcode(data: str | bytes, is_binary: bool) -> tuple[Any, ...]:
-    """Socketify's `(data, is_binary)` as socketify.py's `(message, opcode)`."""
-    return data, OpCode.BINARY if is_binary else OpCode.TEXT
-
-
-def _as_close(code: int, reason: str) -> tuple[Any, ...]:
-    """Socketify's `(code, reason)` as socketify.py's `(code, message_bytes)`."""
-    return code, reason.encode("utf-8")
-
-
-def _with_ping_pong(
-    open: Callable[..., Any] | None, role: str, callback: Callable[..., Any]
-) -> Callable[..., Any]:
-    """An `open` that also wires `ping(ws, data)` or `pong(ws, data)` on the channel."""
-    first = blocking(open, "the ws open callback") if open is not None else None
-
-    def opened(channel: Channel) -> Any:
-        (channel.on_ping if role == "ping" else channel.on_pong)(callback)
-        return first(channel) if first is not None else None
-
-    return opened

@@ -467,3 +467,16 @@ def test_options_asterisk_lists_every_method_the_server_answers(call) -> None:
     allow = call(server_any, "OPTIONS", "*").get_header("Allow")
     assert allow == "GET, POST, PUT, PATCH, DELETE, OPTIONS, HEAD"
     assert call(server, "GET", "*").status_code == 400
+
+
+def test_candidates_list_every_route_for_the_method_best_first() -> None:
+    router = Router()
+    user = router.add("GET", "/user/:id", named("user"))
+    agent = router.add("GET", "/user/agent", named("agent"))
+    fallback = router.add("ANY", "/*", named("fallback"))
+    router.add("POST", "/user/:id", named("post"))
+    router.freeze()
+    found = list(router.candidates("GET", "/user/agent"))
+    assert [route for route, _ in found] == [agent, user, fallback]
+    assert [params for _, params in found] == [{}, {"id": "agent"}, {"*": "user/agent"}]
+    assert [route for route, _ in router.candidates("HEAD", "/user/7")] == [user, fallback]

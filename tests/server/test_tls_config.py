@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from socketify.core.tls_options import TlsError, TlsOptions
 from tests.server.tls_clients import client_context, common_name, https_get, server_env, start
-from tests.support.pki import SNI_HOST, Pki
+from tests.support.pki import SNI_HOST, Pki, make_pki
 from tests.support.ports import free_port
 from tests.support.raw_client import connect
 from tests.support.serve import Launcher, run_cli
@@ -28,6 +29,35 @@ def test_from_env_needs_both_variables() -> None:
     assert TlsOptions.from_env({"SOCKETIFY_CERT_FILE": "c.pem"}) is None
     assert TlsOptions.from_env({**both, "SOCKETIFY_KEY_FILE": ""}) is None
     assert TlsOptions.from_env({}) is None
+
+
+def encrypted_copy(pki: Pki, directory: Path, passphrase: bytes) -> str:
+    """The server's key, written again encrypted with `passphrase`."""
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(Path(pki.server.key).read_bytes(), None)
+    path = directory / "encrypted.key"
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(passphrase),
+        )
+    )
+    return str(path)
+
+
+def test_an_encrypted_key_opens_with_its_passphrase_and_is_refused_without(
+    tmp_path: Path,
+) -> None:
+    pki = make_pki(tmp_path)
+    key = encrypted_copy(pki, tmp_path, b"1234")
+    TlsOptions(cert_file=pki.server.cert, key_file=key, key_password="1234").build_context()
+    with pytest.raises(TlsError, match="encrypted: give its passphrase"):
+        TlsOptions(cert_file=pki.server.cert, key_file=key).build_context()
+    with pytest.raises(TlsError, match="cannot load"):
+        TlsOptions(cert_file=pki.server.cert, key_file=key, key_password="wrong").build_context()
+    assert "1234" not in repr(TlsOptions(cert_file="c", key_file="k", key_password="1234"))
 
 
 def test_from_env_reads_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:

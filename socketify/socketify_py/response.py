@@ -1,22 +1,24 @@
-"""socketify.py's `AppRequest` and `AppResponse`, as faces over Socketify's Request and Response.
+"""socketify.py's `AppResponse`, a face over Socketify's Response.
 
 socketify.py (and uWebSockets under it) hands a handler `(res, req)`: a response with
-`write_status`, `write_header`, `end`... that return the response for chaining, and a request
-read through getters (`get_header`, `get_query`, `get_parameter`...). These two classes give
-that surface to handlers served by Socketify. They keep nothing of their own beyond what
-socketify.py keeps per request (the data and abort callbacks); every write goes to the
-Socketify `Response` of the request, so headers, cookies, compression, HEAD and keep-alive
-behave as for any Socketify handler.
+`write_status`, `write_header`, `end`... that return the response for chaining. This class
+gives that surface to handlers served by Socketify. It keeps nothing of its own beyond what
+socketify.py keeps per request (the data, writable and abort callbacks, a body in pieces);
+every write goes to the Socketify `Response` of the request, so headers, cookies,
+compression, HEAD and keep-alive behave as for any Socketify handler.
 
 What differs, by design:
 - `write()` buffers; the body goes out with `end()` (one answer per handler, as Socketify's
-  handlers give). A handler that returns without `end()` answers an empty 200.
+  handlers give). A handler that returns (its `run_async` tasks done) without `end()`
+  answers an empty 200.
 - `get_data`, `get_json`, `get_text` and `get_form_urlencoded` are awaitables, as in
   socketify.py: `await res.get_json()` in an `async def` handler. The body is read in the
   request's own greenlet, not on the event loop. A plain `def` handler reads the body through
   `req.request` (the Socketify Request: `.body`, `.json()`, `.form()`).
-- Calls that steer uWebSockets' own socket (`on_writable`, `try_end`, `pause`, manual
-  `upgrade`...) raise `NotImplementedError` naming what to use instead.
+- A body of known size written in pieces (`try_end`, `send_chunk`, `on_writable`,
+  `get_write_offset`) streams through `socketify.socketify_py.streaming`.
+- Calls that steer uWebSockets' own socket (`pause`, `resume`, `get_native_handle`) raise
+  `NotImplementedError` naming what to use instead.
 """
 
 from __future__ import annotations
@@ -27,25 +29,33 @@ import json
 from collections.abc import Callable, Generator, Iterable
 from datetime import datetime
 from io import BytesIO
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qs
 
 from socketify.core.coroutines import runner
 from socketify.core.request import Request
 from socketify.core.response import Response
+from socketify.socketify_py.errors import unsupported
+from socketify.socketify_py.request import as_text
+from socketify.socketify_py.streaming import ChunkStream
 
-__all__ = ["AppRequest", "AppResponse", "unsupported"]
+if TYPE_CHECKING:
+    from socketify.socketify_py.app import App
 
-
-def unsupported(name: str, instead: str) -> NotImplementedError:
-    """The error raised by a socketify.py call Socketify does not provide."""
-    return NotImplementedError(
-        f"{name} is part of socketify.py's API that Socketify does not provide: {instead}"
-        " (see docs/guide/socketify-py.md)"
-    )
+__all__ = ["AppResponse", "JsonSerializer"]
 
 
-def _as_bytes(message: Any) -> tuple[bytes, bool]:
+class JsonSerializer(Protocol):
+    """What `app.json_serializer(module)` takes: a module or object with dumps and loads."""
+
+    def dumps(self, obj: Any, /) -> str | bytes:
+        """Encode `obj`."""
+
+    def loads(self, data: str | bytes, /) -> Any:
+        """Decode `data`."""
+
+
+def _as_bytes(message: Any, serializer: JsonSerializer = json) -> tuple[bytes, bool]:
     """socketify.py's conversion of a body: (bytes, whether it was JSON-encoded)."""
     if isinstance(message, bytes):
         return message, False
@@ -53,7 +63,8 @@ def _as_bytes(message: Any) -> tuple[bytes, bool]:
         return message.encode("utf-8"), False
     if isinstance(message, bytearray | memoryview):
         return bytes(message), False
-    return json.dumps(message).encode("utf-8"), True
+    encoded = serializer.dumps(message)
+    return (encoded.encode("utf-8") if isinstance(encoded, str) else bytes(encoded)), True
 
 
 def _inside_task() -> bool:
@@ -61,87 +72,6 @@ def _inside_task() -> bool:
         return asyncio.current_task() is not None
     except RuntimeError:  # no event loop running in this thread
         return False
-
-
-def _text(value: str | bytes) -> str:
-    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
-
-
-class AppRequest:
-    """socketify.py's request: getters over a Socketify `Request` (`.request`)."""
-
-    __slots__ = ("request",)
-
-    def __init__(self, request: Request) -> None:
-        self.request = request
-
-    def get_url(self) -> str:
-        """The path as sent, without the query string."""
-        return self.request.raw_path
-
-    def get_full_url(self) -> str:
-        """The path and query string as sent."""
-        return self.request.raw_target
-
-    def get_method(self) -> str:
-        """The method, as sent (upper case for the usual ones)."""
-        return self.request.method
-
-    def get_header(self, lower_case_header: str | bytes) -> str | None:
-        """The value of one header (joined if repeated), or None."""
-        name = _text(lower_case_header).lower()
-        return self.request.headers.get(name)
-
-    def get_headers(self) -> dict[str, str]:
-        """Every header, by lower-case name."""
-        return dict(self.request.headers.items())
-
-    def for_each_header(self, handler: Callable[[str, str], Any]) -> None:
-        """Call `handler(name, value)` for each header field, in the order sent."""
-        for name, value in self.request.header_fields():
-            handler(name, value)
-
-    def get_query(self, key: str | bytes) -> str | None:
-        """The first value of query parameter `key`, decoded, or None."""
-        values = self.request.query.getall(_text(key))
-        return values[0] if values else None
-
-    def get_queries(self) -> dict[str, list[str]]:
-        """The query string parsed: every name with its list of values."""
-        return parse_qs(self.request.query_string, keep_blank_values=True)
-
-    def get_parameter(self, index: int) -> str | None:
-        """The route parameter at `index` (`:name` segments in pattern order), or None."""
-        values = self.get_parameters()
-        return values[index] if 0 <= index < len(values) else None
-
-    def get_parameters(self) -> list[str]:
-        """The route parameters in pattern order (a bare `*` wildcard is not one)."""
-        return [value for name, value in self.request.params.items() if name != "*"]
-
-    def get_cookie(self, name: str) -> str | None:
-        """The value of cookie `name`, or None."""
-        return self.request.cookies.get(name)
-
-    def preserve(self) -> AppRequest:
-        """A no-op: a Socketify request stays readable for the whole handler, async or not."""
-        return self
-
-    def get_yield(self) -> bool:
-        """Always False: `set_yield` is not supported."""
-        return False
-
-    def set_yield(self, has_yield: bool) -> None:
-        """Not supported: routes do not fall through to the next match."""
-        raise unsupported(
-            "req.set_yield",
-            "register the routes so that the first match answers, or test in"
-            " the handler and answer there",
-        )
-
-    def is_ancient(self) -> bool:
-        """True for an HTTP/1.0 request."""
-        return self.request.http_version == "1.0"
 
 
 class _BodyAwaitable:
@@ -160,21 +90,46 @@ class AppResponse:
     """socketify.py's response: chaining writers over a Socketify `Response` (`.response`)."""
 
     __slots__ = (
-        "aborted",
         "aborted_handler",
+        "app",
+        "body_feed",
+        "client_left",
         "data_handler",
         "request",
         "response",
+        "scheduled",
+        "serializer",
         "status_written",
+        "stream",
+        "stream_opened",
+        "writable_handler",
     )
 
-    def __init__(self, response: Response, request: Request) -> None:
+    def __init__(self, response: Response, request: Request, app: App | None = None) -> None:
         self.response = response
         self.request = request
-        self.aborted = False
+        self.app = app
+        self.serializer: JsonSerializer = app.serializer if app is not None else json
+        self.client_left = False
         self.aborted_handler: Callable[[AppResponse], Any] | None = None
         self.data_handler: Callable[[AppResponse, bytes, bool], Any] | None = None
+        self.body_feed: asyncio.Future[Any] | None = None  # on_data's pieces, in an async handler
+        self.writable_handler: Callable[[AppResponse, int], Any] | None = None
         self.status_written = False
+        self.stream: ChunkStream | None = None  # a body written in pieces (try_end, send_chunk)
+        self.scheduled: list[asyncio.Task[Any]] = []  # run_async tasks the answer waits for
+        self.stream_opened: asyncio.Future[None] | None = None
+
+    @property
+    def aborted(self) -> bool:
+        """True once the client left before a piece-by-piece answer was written (or once the
+        app said so, as socketify.py's helpers do with `res.aborted = True`)."""
+        stream = self.stream
+        return self.client_left or (stream is not None and stream.aborted)
+
+    @aborted.setter
+    def aborted(self, value: bool) -> None:
+        self.client_left = bool(value)
 
     # -- status, headers, cookies --------------------------------------------------------
 
@@ -186,7 +141,7 @@ class AppResponse:
         """
         status = status_or_status_text
         if isinstance(status, bytes | str):
-            code_text = _text(status).strip().split(" ", 1)[0]
+            code_text = as_text(status).strip().split(" ", 1)[0]
             if not code_text.isdigit():
                 raise ValueError(f"{status!r} is not a valid status")
             status = int(code_text)
@@ -199,8 +154,8 @@ class AppResponse:
 
     def write_header(self, key: str | bytes, value: str | bytes | int) -> AppResponse:
         """Add a header line (a repeated name gives repeated lines, as uWebSockets does)."""
-        text = str(value) if isinstance(value, int) else _text(value)
-        self.response.add_header(_text(key), text)
+        text = str(value) if isinstance(value, int) else as_text(value)
+        self.response.add_header(as_text(key), text)
         return self
 
     def set_cookie(self, name: str, value: str, options: dict[str, Any] | None = None) -> None:
@@ -225,7 +180,7 @@ class AppResponse:
 
     def write(self, message: Any) -> AppResponse:
         """Append to the body, which goes out with `end()`."""
-        data, _ = _as_bytes(message)
+        data, _ = _as_bytes(message, self.serializer)
         self.response.write(data)
         return self
 
@@ -236,7 +191,7 @@ class AppResponse:
         if message is None:
             self.response.end()
             return self
-        data, as_json = _as_bytes(message)
+        data, as_json = _as_bytes(message, self.serializer)
         if as_json and self.response.get_header("content-type") is None:
             self.response.set_header("Content-Type", "application/json")
         self.response.end(data)
@@ -255,11 +210,26 @@ class AppResponse:
         pairs = headers.items() if isinstance(headers, dict) else headers or ()
         for name, value in pairs:
             self.write_header(name, value)
-        data, as_json = _as_bytes(message)
-        kind = "application/json" if as_json else _text(content_type)
+        data, as_json = _as_bytes(message, self.serializer)
+        kind = "application/json" if as_json else as_text(content_type)
         if self.response.get_header("content-type") is None:
             self.response.set_header("Content-Type", kind)
         return self.end(data, end_connection)
+
+    def cork_send(
+        self,
+        message: Any = b"",
+        content_type: str | bytes = b"text/plain",
+        status: int | str | bytes = b"200 OK",
+        headers: Iterable[tuple[str | bytes, str | bytes]] | dict[Any, Any] | None = None,
+        end_connection: bool = False,
+    ) -> AppResponse:
+        """`send()`: every answer is written in one piece already."""
+        return self.send(message, content_type, status, headers, end_connection)
+
+    def grab_aborted_handler(self) -> AppResponse:
+        """Nothing to grab: a piece-by-piece answer always watches for the client leaving."""
+        return self
 
     def end_without_body(self, end_connection: bool = False) -> AppResponse:
         """End the answer with no body."""
@@ -285,8 +255,14 @@ class AppResponse:
     # -- the request's body ---------------------------------------------------------------
 
     def on_data(self, handler: Callable[[AppResponse, bytes, bool], Any]) -> AppResponse:
-        """Call `handler(res, chunk, is_last)` for the body's pieces once the handler returns."""
+        """Call `handler(res, chunk, is_last)` for the body's pieces.
+
+        From a plain handler, the pieces come once it returns; from an `async def` one, at
+        once, while it awaits (socketify.py's form helpers await a future `handler` resolves).
+        """
         self.data_handler = handler
+        if _inside_task():
+            self.body_feed = asyncio.ensure_future(runner().in_caller(self.deliver_body))
         return self
 
     def deliver_body(self) -> None:
@@ -319,7 +295,7 @@ class AppResponse:
 
         def read() -> Any:
             try:
-                return json.loads(self.request.body)
+                return self.serializer.loads(self.request.body)
             except ValueError:
                 return None
 
@@ -359,20 +335,29 @@ class AppResponse:
         return self.get_remote_address_bytes()
 
     def on_aborted(self, handler: Callable[[AppResponse], Any]) -> AppResponse:
-        """Accepted for compatibility; never called.
+        """Call `handler(res)` if the client leaves before a piece-by-piece answer is written.
 
-        A Socketify handler runs to its end and its answer is written afterwards, so there is
-        no half-written response to protect: a client that left is noticed by the write.
+        A buffered answer is written after the handler returns, all at once, so only a
+        streamed one (`try_end`, `send_chunk`) can be cut short; `res.aborted` turns True.
         """
         self.aborted_handler = handler
         return self
 
     def run_async(self, coroutine: Any) -> Any:
-        """Run `coroutine` to its end on the worker's event loop; returns its result."""
+        """Run `coroutine` on the worker's event loop, as part of this answer.
+
+        From a plain handler it runs to its end here and its result is returned; from an
+        `async def` one it becomes a task (returned) that the answer waits for, as
+        socketify.py's answer stays open until the task ends it.
+        """
         if _inside_task():
-            coroutine.close()
-            raise RuntimeError("inside an `async def` handler, `await` the coroutine instead")
+            return self.keep(asyncio.get_running_loop().create_task(coroutine))
         return runner().run(coroutine)
+
+    def keep(self, task: asyncio.Task[Any]) -> asyncio.Task[Any]:
+        """Make the answer wait for `task` (scheduled from an `async def` handler)."""
+        self.scheduled.append(task)
+        return task
 
     def close(self) -> AppResponse:
         """End the answer (if not ended) and close the connection after it."""
@@ -381,27 +366,95 @@ class AppResponse:
             self.response.end()
         return self
 
-    def try_end(self, *args: Any, **kwargs: Any) -> Any:
-        """Not supported."""
-        raise unsupported("res.try_end", "end the answer with res.end(data)")
+    # -- a body of known size, in pieces ---------------------------------------------------
 
-    def on_writable(self, *args: Any, **kwargs: Any) -> Any:
-        """Not supported."""
-        raise unsupported(
-            "res.on_writable", "stream a body with the Socketify Response: res.response.stream()"
-        )
+    def try_end(
+        self, message: str | bytes, total_size: int, end_connection: bool = False
+    ) -> tuple[bool, bool]:
+        """Offer the next piece of a `total_size` body: `(ok, done)`.
 
-    def send_chunk(self, *args: Any, **kwargs: Any) -> Any:
-        """Not supported."""
-        raise unsupported("res.send_chunk", "use res.response.stream(iterable) or res.end(data)")
+        Not ok means too much waits to be written: nothing of `message` was taken, and the
+        `on_writable` handler is called with the write offset once the client has read.
+        """
+        if not isinstance(message, str | bytes):
+            return False, True
+        if end_connection:
+            self.response.set_header("Connection", "close")
+        return self.open_stream(total_size).offer(_as_bytes(message)[0])
 
-    def get_write_offset(self, *args: Any, **kwargs: Any) -> Any:
-        """Not supported."""
-        raise unsupported("res.get_write_offset", "end the answer with res.end(data)")
+    async def send_chunk(self, buffer: str | bytes, total_size: int) -> tuple[bool, bool]:
+        """Write the next piece of a `total_size` body and wait until it is: `(ok, done)`."""
+        return await self.open_stream(total_size).send(_as_bytes(buffer)[0])
 
-    def write_offset(self, *args: Any, **kwargs: Any) -> Any:
-        """Not supported."""
-        raise unsupported("res.write_offset", "end the answer with res.end(data)")
+    def get_write_offset(self) -> int:
+        """How many bytes of a piece-by-piece body were taken so far."""
+        return self.stream.offset if self.stream is not None else 0
+
+    def write_offset(self, offset: int) -> AppResponse:
+        """Set the write offset (pieces offered from elsewhere count as written)."""
+        if self.stream is not None:
+            self.stream.offset = offset
+        return self
+
+    def on_writable(self, handler: Callable[[AppResponse, int], Any]) -> AppResponse:
+        """Call `handler(res, offset)` when the client has read what waited; it offers more."""
+        self.writable_handler = handler
+        return self
+
+    def open_stream(self, total_size: int) -> ChunkStream:
+        """The piece-by-piece body, made by the first try_end or send_chunk."""
+        stream = self.stream
+        if stream is None:
+            if self.response.ended:
+                raise RuntimeError("the answer has already ended")
+            stream = self.stream = ChunkStream(total_size)
+            opened = self.stream_opened
+            if opened is not None and not opened.done():
+                opened.set_result(None)
+        return stream
+
+    def streaming_started(self) -> asyncio.Future[None]:
+        """A future (on the running loop) done once a piece-by-piece answer begins."""
+        opened = self.stream_opened = asyncio.get_running_loop().create_future()
+        if self.stream is not None:
+            opened.set_result(None)
+        return opened
+
+    def finish_producing(self) -> None:
+        """The handler returned: pieces still missing can only come from on_writable."""
+        if self.stream is not None:
+            self.stream.finish_producing()
+            self.stream.wake()
+
+    def start_stream(self) -> None:
+        """Make the Socketify Response stream the pieces (the App calls this after the handler)."""
+        stream = self.stream
+        if stream is None or self.response.ended:
+            return
+        self.response.stream(stream.chunks(self.writable, self.abort), length=stream.total)
+        self.response.call_on_close(self.stream_closed)
+
+    def stream_closed(self) -> None:
+        """The connection is done with the answer: if it was cut short, the client left."""
+        if self.stream is not None and self.stream.stop():
+            self.abort()
+
+    def writable(self, offset: int) -> bool:
+        """Call the on_writable handler, if any; True if there was one."""
+        handler = self.writable_handler
+        if handler is None:
+            return False
+        handler(self, offset)
+        return True
+
+    def abort(self) -> None:
+        """The client left before the whole answer was written."""
+        self.client_left = True
+        handler = self.aborted_handler
+        if handler is not None:
+            handler(self)
+
+    # -- socketify.py calls without a counterpart -----------------------------------------
 
     def get_native_handle(self, *args: Any, **kwargs: Any) -> Any:
         """Not supported."""
@@ -417,20 +470,32 @@ class AppResponse:
         """Not supported."""
         raise unsupported("res.resume", "read the body when ready: the socket waits meanwhile")
 
-    def upgrade(self, *args: Any, **kwargs: Any) -> Any:
-        """Not supported."""
-        raise unsupported(
-            "res.upgrade and the ws `upgrade` behavior",
-            "let app.ws() upgrade, and check the request before it in a Socketify middleware"
-            " (app.use)",
-        )
+    def write_continue(self) -> AppResponse:
+        """Nothing to do: 100 Continue is sent when the body is first read."""
+        return self
 
-    def write_continue(self, *args: Any, **kwargs: Any) -> Any:
-        """Not supported."""
-        raise unsupported(
-            "res.write_continue", "100 Continue is sent when the handler reads the body"
-        )
+    def upgrade(
+        self,
+        sec_web_socket_key: str | bytes | None,
+        sec_web_socket_protocol: str | bytes | None,
+        sec_web_socket_extensions: str | bytes | None,
+        socket_context: Any,
+        user_data: Any = None,
+    ) -> bool:
+        """Accept the WebSocket upgrade (from a ws route's `upgrade` handler).
 
-    def render(self, *args: Any, **kwargs: Any) -> Any:
-        """Not supported."""
-        raise unsupported("res.render and app.template", "render with jinja2 and res.end(html)")
+        The handshake is answered from the request's own headers once the `upgrade` handler
+        returns; `user_data` is what `ws.get_user_data()` returns on that connection.
+        """
+        accept = getattr(socket_context, "accept", None)
+        if accept is None:
+            raise TypeError("res.upgrade takes the socket_context the upgrade handler was given")
+        return bool(accept(self, user_data))
+
+    def render(self, *args: Any, **kwargs: Any) -> AppResponse:
+        """Answer with `app.template(engine)`'s `engine.render(*args, **kwargs)`, as HTML."""
+        engine = self.app.template_engine if self.app is not None else None
+        if engine is None:
+            raise RuntimeError("res.render needs a template engine: app.template(engine)")
+        self.write_header("Content-Type", "text/html")
+        return self.end(engine.render(*args, **kwargs))
