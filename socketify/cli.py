@@ -57,6 +57,8 @@ OPTIONAL_FEATURES = (
     ("Mongo", "pymongo"),
     ("Templates", "jinja2"),
     ("HTTP/2", "socketify.protocol.http2"),  # our own codec: always there
+    ("Metrics", "prometheus_client"),
+    ("Tracing", "opentelemetry.sdk"),
 )
 
 
@@ -192,6 +194,17 @@ def _run_parser() -> Parser:
         metavar="LEVEL",
         help="debug, info, warning, error (default: info)",
     )
+    add(
+        "--metrics-bind",
+        metavar="ADDR",
+        help="serve /metrics (Prometheus), /healthz and /readyz from the master on this private "
+        "HOST:PORT, summed over all workers (default: off)",
+    )
+    add(
+        "--metrics-buckets",
+        metavar="LIST",
+        help="request duration histogram bounds in seconds, comma-separated",
+    )
     return parser
 
 
@@ -264,7 +277,10 @@ def info() -> str:
     """
     lines = [f"Socketify {__version__}", distribution_line()]
     for label, module in OPTIONAL_FEATURES:
-        found = importlib.util.find_spec(module) is not None
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:  # a dotted name whose parent package is missing
+            found = False
         lines.append(f"{label}: {'yes' if found else 'no'}")
     return "\n".join(lines)
 
@@ -354,6 +370,9 @@ def run(options: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     # A tcp.Bundle's TCP services bring their own binds beside the command line's.
     binds = [*plan.binds, *tcp_binds(app if app is not None else settings)]
+    metrics_bind = options.metrics_bind or getattr(settings, "metrics_bind", None) or None
+    if options.workers == 0 and metrics_bind:
+        raise UsageError("--metrics-bind needs the pre-fork master (--workers 1 or more)")
     if options.workers == 0:
         if options.access_log_format:
             add_access_log(getattr(target.app, "http", target.app), options.access_log_format)
@@ -458,7 +477,7 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
     from socketify.server.app_worker import serves_tcp
     from workers.supervise.config import MasterConfig
     from workers.supervise.master import BootError, Master
-    from workers.supervise.sockets import BindError
+    from workers.supervise.sockets import BindError, format_address
 
     def pick(flag: Any, name: str) -> Any:
         return flag if flag is not None else getattr(settings, name)
@@ -474,9 +493,13 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
             backlog=pick(options.backlog, "backlog"),
             reload=options.reload,
         )
+        endpoint, target.metrics = _metrics(options, settings, config)
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    master = Master(config, target)
+    except BindError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    master = Master(config, target, observer=endpoint)
     try:
         master.start()
     except BindError as exc:
@@ -509,7 +532,33 @@ def _run_master(options: argparse.Namespace, target: Any, settings: Any, binds: 
         _count(master.worker_count, "worker"),
         os.getpid(),
     )
+    if endpoint is not None:
+        log.info("metrics and health on %s", _url(format_address(endpoint.address)))
     return master.wait()
+
+
+def _metrics(options: argparse.Namespace, settings: Any, config: Any) -> tuple[Any, Any]:
+    """The master's metrics endpoint and the workers' part of it; (None, None) when off."""
+    bind = options.metrics_bind or getattr(settings, "metrics_bind", None)
+    if not bind:
+        return None, None
+    try:
+        from socketify.metrics.endpoint import MetricsEndpoint
+    except ImportError as exc:
+        raise UsageError(
+            f"--metrics-bind needs prometheus_client ({exc}): "
+            "pip install 'socketify-gevent[metrics]'"
+        ) from None
+    from socketify.metrics.worker import WorkerMetrics, parse_buckets
+
+    buckets = getattr(settings, "metrics_buckets", None) or None
+    if options.metrics_buckets:
+        try:
+            buckets = parse_buckets(options.metrics_buckets)
+        except ValueError as exc:
+            raise UsageError(f"--metrics-buckets: {exc}") from None
+    workers = WorkerMetrics.create(config.record_capacity, buckets)
+    return MetricsEndpoint(bind, workers.table), workers
 
 
 def _run_in_process(

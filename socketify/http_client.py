@@ -57,6 +57,7 @@ from urllib3.util import Retry, Timeout, make_headers, parse_url
 
 from socketify import json_util
 from socketify.core.headers import Headers
+from socketify.tracing.context import inject as inject_trace
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -317,6 +318,7 @@ class Client:
             fields["User-Agent"] = self.user_agent
         if req.decompress and "accept-encoding" not in fields:
             fields["Accept-Encoding"] = _ACCEPT_ENCODING
+        inject_trace(fields)  # the request being traced continues in the callee
         body = req.body.encode() if isinstance(req.body, str) else bytes(req.body)
         seconds = self.timeout if req.timeout is None else req.timeout
         # No automatic retries: a timed-out POST must not be sent twice behind the caller's

@@ -46,9 +46,12 @@ from socketify.core.routing import ANY, Group, Middleware, Registrar, Route, Rou
 from socketify.core.templates import Templates
 from socketify.protocol.http11.status import reason
 
-__all__ = ["Application", "ErrorHandler"]
+__all__ = ["Answer", "Application", "ErrorHandler", "Instrument"]
 
 ErrorHandler = Callable[[Request, Response, Exception], Any]
+Answer = Callable[[Request, Response], None]
+# `wrapper(req, res, answer)` must call `answer(req, res)` exactly once (see `instrument`).
+Instrument = Callable[[Request, Response, Answer], None]
 
 error_log = logging.getLogger("socketify.error")
 
@@ -66,6 +69,8 @@ class Application(Registrar):
         self._chain: Chain | None = None  # the global chain, made when the routes freeze
         self.hosts = HostTable()
         self._hosts: HostTable | None = None  # `hosts` once frozen, when it has any
+        self._instruments: list[Instrument] = []
+        self._around: Answer | None = None  # the instruments around `_answer`, once frozen
         folder = self.settings.templates
         # What `res.render` reads; Jinja2 itself is loaded on the first render.
         self.templates = Templates(folder) if folder is not None else None
@@ -107,6 +112,16 @@ class Application(Registrar):
         self._error_handler = blocking(handler, "the error handler")
         return handler
 
+    def instrument(self, wrapper: Instrument) -> None:
+        """Wrap every request in `wrapper(req, res, answer)`, outside all middleware.
+
+        For metrics and tracing: the wrapper sees the request before anything runs and the
+        final answer (status, route) after; it must call `answer(req, res)` once. The first
+        one added is the outermost.
+        """
+        self.router.check_open()
+        self._instruments.append(wrapper)
+
     def freeze(self) -> None:
         """Resolve the route table and middleware chains; registration is closed afterwards."""
         if self._chain is not None:
@@ -115,6 +130,10 @@ class Application(Registrar):
         self.hosts.freeze(self._dispatch_route)
         self._hosts = self.hosts if self.hosts else None
         self._chain = Chain(self._middleware, self._dispatch)
+        around: Answer | None = None
+        for wrapper in reversed(self._instruments):
+            around = _wrapped(wrapper, around or self._answer)
+        self._around = around
 
     @property
     def debug(self) -> bool:
@@ -125,11 +144,17 @@ class Application(Registrar):
 
     def handle(self, req: Request, res: Response) -> None:
         """Run `req` through middleware, routing and handler into `res`; never raises."""
-        chain = self._chain
-        if chain is None:
+        if self._chain is None:
             self.freeze()
-            chain = self._chain
-            assert chain is not None
+        around = self._around
+        if around is None:
+            self._answer(req, res)
+        else:
+            around(req, res)
+
+    def _answer(self, req: Request, res: Response) -> None:
+        chain = self._chain
+        assert chain is not None
         res.templates = self.templates
         req.max_json_size = self.settings.max_json_size
         try:
@@ -193,6 +218,7 @@ class Application(Registrar):
             return
         if params:
             req.params = params
+        req.route = route.pattern
         route.chain.run(req, res)
         if not res.ended:
             res.end()  # auto-finalize: the handler (or a middleware) returned without ending
@@ -238,3 +264,10 @@ def _not_found(res: Response) -> None:
     # Headers middleware set (CORS, X-Request-Id...) stay, a Content-Type included.
     res.replace_body(b"")
     res.status(404).send("Not Found\n", TEXT_PLAIN)
+
+
+def _wrapped(wrapper: Instrument, inner: Answer) -> Answer:
+    def answer(req: Request, res: Response) -> None:
+        wrapper(req, res, inner)
+
+    return answer

@@ -83,6 +83,10 @@ class ServerOptions:
     proxy_protocol: Any = False
     proxy_allow: Any = ("127.0.0.0/8", "::1")
     templates: Any = None  # None or the folder `res.render` reads Jinja2 templates from
+    # Metrics and health (`socketify.metrics`): the master's private listener, e.g.
+    # "127.0.0.1:9100" (None: off), and the request duration histogram's bucket bounds.
+    metrics_bind: str | None = None
+    metrics_buckets: Any = None  # None (the defaults) or increasing seconds
 
     def __post_init__(self) -> None:
         for name in _POSITIVE_SECONDS + _POSITIVE_SIZES:
@@ -97,6 +101,13 @@ class ServerOptions:
         if isinstance(frame_size, bool) or frame_size not in _FRAME_SIZES:
             raise ValueError(f"http2_max_frame_size must be 16384 to 16777215, not {frame_size!r}")
         self._check_proxy()
+        if self.metrics_bind is not None and not isinstance(self.metrics_bind, str):
+            raise ValueError(f"metrics_bind must be a HOST:PORT string, got {self.metrics_bind!r}")
+        if self.metrics_buckets is not None:
+            buckets = tuple(self.metrics_buckets)
+            if not buckets or list(buckets) != sorted(set(buckets)):
+                raise ValueError(f"metrics_buckets must increase, got {self.metrics_buckets!r}")
+            object.__setattr__(self, "metrics_buckets", buckets)
         for name in ("max_requests", "max_requests_jitter"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:

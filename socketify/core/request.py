@@ -72,6 +72,7 @@ class Request:
         "method",
         "proxy_header",
         "remote_addr",
+        "route",
         "server_name",
         "started_ns",
         "trust_proxy",
@@ -118,6 +119,9 @@ class Request:
         self.started_ns = perf_counter_ns()  # when the request began: access logs time it
         # The largest body `json()` parses; the app sets its server's `max_json_size`.
         self.max_json_size = DEFAULT_MAX_JSON_SIZE
+        # The pattern of the route that answered ("/users/:id"), set by routing; None when no
+        # route matched. Metrics and traces name requests by it (bounded, unlike paths).
+        self.route: str | None = None
 
     # -- request line ---------------------------------------------------------------------
 

@@ -24,12 +24,22 @@ import logging
 import os
 import sys
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from socketify.core.errors import HTTPError
+from socketify.metrics.builtin import DB_POOL_WAITS
+from socketify.metrics.recorder import count_one
 
-__all__ = ["BoundedPool", "ConnectionRecipe", "DatabaseUnavailable", "PoolStats", "PoolTimeout"]
+__all__ = [
+    "BoundedPool",
+    "ConnectionRecipe",
+    "DatabaseUnavailable",
+    "PoolStats",
+    "PoolTimeout",
+    "pools",
+]
 
 log = logging.getLogger("socketify.db")
 
@@ -37,6 +47,9 @@ log = logging.getLogger("socketify.db")
 # child (a finalizer would close the parent's server session). Empty in the usual case, since
 # the master closes idle connections before it forks.
 _inherited: list[Any] = []
+
+# Every pool made in this process, for the metrics sampler (`pools()`).
+_pools: weakref.WeakSet[BoundedPool] = weakref.WeakSet()
 
 # Guards the rebuild of a pool's per-process state; held only while building, never across a
 # yield, so a kernel lock cannot stall the hub.
@@ -145,6 +158,7 @@ class BoundedPool:
         self.size = size
         self.timeout = timeout
         self._state: _State | None = None
+        _pools.add(self)
 
     def _current(self) -> _State:
         state = self._state
@@ -189,6 +203,7 @@ class BoundedPool:
 
     def _wait_for_slot(self, state: _State) -> None:
         state.waiting += 1
+        count_one(DB_POOL_WAITS)
         try:
             granted = state.slots.acquire(timeout=self.timeout)
         finally:
@@ -293,6 +308,11 @@ class BoundedPool:
 
     def __repr__(self) -> str:
         return f"<BoundedPool size={self.size} timeout={self.timeout}>"
+
+
+def pools() -> list[BoundedPool]:
+    """The pools of this process that are still in use."""
+    return list(_pools)
 
 
 def _semaphore(size: int) -> Any:

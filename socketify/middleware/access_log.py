@@ -11,7 +11,7 @@ Formats:
   DEBUG);
 - `common`: NCSA Common Log Format, `127.0.0.1 - - [10/Oct/2000:13:55:36 +0000] "GET /x
   HTTP/1.1" 200 13` (UTC; `-` for no body), which log analysers read;
-- `json`:   one JSON object per line.
+- `json`:   one JSON object per line (with `trace_id` and `span_id` while tracing is on).
 
 Anything the client controls (path, target, User-Agent, request id) is escaped: control
 characters become `\\xNN`, so a `%0a` in a URL cannot forge a second log line. Bytes are the
@@ -32,6 +32,7 @@ from socketify.core.errors import HTTPError
 from socketify.middleware.log_handlers import LineSink
 from socketify.middleware.proxy import TrustProxy, client_ip_resolver
 from socketify.protocol.http11.status import NO_BODY_STATUSES
+from socketify.tracing.context import current_ids
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
@@ -171,5 +172,8 @@ def _json(
         "user_agent": req.header("user-agent") or None,
         "referer": req.header("referer") or None,
     }
+    ids = current_ids()
+    if ids is not None:
+        record["trace_id"], record["span_id"] = ids
     # orjson escapes control characters, so the line stays one line.
     return orjson.dumps(record).decode()

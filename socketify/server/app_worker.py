@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from socketify.core.application import Application
     from socketify.core.tls_options import TlsOptions
+    from socketify.metrics.worker import WorkerMetrics
     from socketify.server.proxy_intake import ProxyIntake
     from socketify.server.schemes import BindPlan
     from socketify.server.service import HttpService
@@ -128,6 +129,8 @@ _PROBED = (
     "max_requests_jitter",
     "backlog",
     "http2",
+    "metrics_bind",
+    "metrics_buckets",
 )
 
 
@@ -250,7 +253,7 @@ class ServeApp:
     `http2=False` turns HTTP/2 off (`--no-http2`); `wsgi` says how a WSGI app is served;
     `proxy_protocol=True` makes every bind expect a PROXY protocol header
     (`--proxy-protocol`), from the networks in `proxy_allow` (`--proxy-allow`, else the app's
-    own `proxy_allow`).
+    own `proxy_allow`); `metrics` makes each worker record into the master's tally.
     """
 
     def __init__(
@@ -264,8 +267,10 @@ class ServeApp:
         proxy_protocol: bool = False,
         proxy_allow: tuple[str, ...] | None = None,
         wsgi: WsgiOptions | None = None,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self.app = app
+        self.metrics = metrics
         self.wsgi = wsgi
         self.tls = tls
         self.plan = plan
@@ -291,12 +296,16 @@ class ServeApp:
     def __call__(self, ctx: WorkerContext) -> None:
         import gevent
 
+        from socketify.server.metrics_sampler import sample_forever
         from socketify.tcp.bundle import Bundle
         from socketify.tcp.service import Service
+        from socketify.tracing.setup import start as start_tracing
 
         app = load_app(self.app, self.wsgi) if isinstance(self.app, str) else self.app
         if self.access_log_format and not isinstance(app, Service):
             add_access_log(app.http if isinstance(app, Bundle) else app, self.access_log_format)
+        recorder = self.metrics.start(app, ctx.record) if self.metrics is not None else None
+        tracer_provider = None if isinstance(app, Service) else start_tracing(app)
         tls = self.tls or app.settings.tls
         services = services_for_target(
             app,
@@ -310,6 +319,8 @@ class ServeApp:
         for service in services:
             service.start()
             ctx.on_stop(service.stop_accepting)
+        if recorder is not None:
+            gevent.spawn(sample_forever, services, recorder)
         ctx.ready()
         ctx.wait_stop()
         # Side by side, so an HTTP and an HTTPS service share one graceful_timeout.
@@ -319,3 +330,5 @@ class ServeApp:
                 for service in services
             ]
         )
+        if tracer_provider is not None:
+            tracer_provider.shutdown()  # exports the spans still batched

@@ -37,7 +37,16 @@ class MasterRunner:
         )
         if opts.tls is not None:
             opts.tls.build_context()  # a bad certificate fails here, not in every worker
-        self.master = Master(config, ServeApp(app))
+        target = ServeApp(app)
+        endpoint = None
+        if opts.metrics_bind is not None:
+            from socketify.metrics.endpoint import MetricsEndpoint
+            from socketify.metrics.worker import WorkerMetrics
+
+            target.metrics = WorkerMetrics.create(config.record_capacity, opts.metrics_buckets)
+            endpoint = MetricsEndpoint(opts.metrics_bind, target.metrics.table)
+        self.metrics_address = endpoint.address if endpoint is not None else None
+        self.master = Master(config, target, observer=endpoint)
         self.master.start()
 
     @property
@@ -86,6 +95,11 @@ class InProcessRunner:
         self.services: list[Any] = services_for_target(
             app, sockets, tls=tls or settings.tls, plan=plan, http2=http2, proxy=proxy
         )
+        from socketify.tcp.service import Service
+        from socketify.tracing.setup import start as start_tracing
+
+        # Before the services start: that freezes the app, and tracing wraps its requests.
+        self._tracer_provider = None if isinstance(app, Service) else start_tracing(app)
         for service in self.services:
             service.start()
         self._stopped = gevent.event.Event()
@@ -108,6 +122,8 @@ class InProcessRunner:
 
         def drain() -> None:
             gevent.joinall([gevent.spawn(service.stop, graceful=True) for service in self.services])
+            if self._tracer_provider is not None:
+                self._tracer_provider.shutdown()  # exports the spans still batched
             self._listeners.close()
             self._stopped.set()
 
@@ -117,6 +133,8 @@ class InProcessRunner:
 def launch(app: Application, binds: list[str]) -> MasterRunner | InProcessRunner:
     """Serve `app` on `binds`; returns once it accepts connections."""
     if app.settings.workers == 0:
+        if app.settings.metrics_bind is not None:
+            raise ValueError("metrics_bind needs the pre-fork master (workers >= 1)")
         return InProcessRunner(app, binds)
     return MasterRunner(app, binds)
 

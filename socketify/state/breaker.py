@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from socketify.core.errors import StateUnavailable
 
-__all__ = ["Breaker", "breaker_for"]
+__all__ = ["Breaker", "breaker_for", "breakers"]
 
 log = logging.getLogger("socketify.state")
 
@@ -156,6 +156,12 @@ def breaker_for(
         if breaker is None:
             breaker = _breakers[name] = Breaker(name, outage_errors, cooldown=cooldown)
         return breaker
+
+
+def breakers() -> list[Breaker]:
+    """Every breaker this process has made (one per backend it has used)."""
+    with _registry_lock:
+        return list(_breakers.values())
 
 
 def _after_fork() -> None:

@@ -53,3 +53,10 @@ class MasterConfig:
     def worker_count(self) -> int:
         """The number of workers to start with: ``workers``, or the CPU count."""
         return self.workers if self.workers is not None else os.cpu_count() or 1
+
+    @property
+    def record_capacity(self) -> int:
+        """How many worker records the shared tables hold (heartbeats, and any table indexed
+        by record, such as metrics tallies)."""
+        # Room for two generations side by side, plus retiring workers and TTIN growth.
+        return max(256, 8 * self.worker_count)

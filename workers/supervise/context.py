@@ -55,6 +55,11 @@ class WorkerContext:
         self._retire_asked = False
 
     @property
+    def record(self) -> int:
+        """This worker's index in the master's shared tables (heartbeats, tallies); -1 if none."""
+        return self._record
+
+    @property
     def stopping(self) -> bool:
         """Whether a stop has been requested (stop accepting, finish what is in flight)."""
         return self._stop_event.is_set()

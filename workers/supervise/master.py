@@ -52,6 +52,7 @@ from workers.supervise.logfiles import reopen_log_files
 from workers.supervise.reloader import MtimeWatcher
 from workers.supervise.roster import Backoff, Roster, WorkerProc
 from workers.supervise.signals import SignalQueue
+from workers.supervise.status import ExitReason, MasterObserver, MasterStatus, WorkerStatus
 from workers.supervise.systemd import Notifier, listen_sockets
 from workers.supervise.worker import BOOT_FAILED, Target, WorkerSetup
 
@@ -86,9 +87,12 @@ class Phase(Enum):
 class Master:
     """Pre-forks workers that each run ``target(ctx)`` and keeps them alive until stopped."""
 
-    def __init__(self, config: MasterConfig, target: Target) -> None:
+    def __init__(
+        self, config: MasterConfig, target: Target, observer: MasterObserver | None = None
+    ) -> None:
         self.config = config
         self._target = target
+        self._observer = observer  # metrics and health: see workers.supervise.status
         self._phase = Phase.NEW
         self._inbox = SignalQueue()
         self._deferred: list[int] = []
@@ -119,6 +123,15 @@ class Master:
     def worker_pids(self) -> list[int]:
         """Pids of the live worker processes (serving, booting or draining), by slot."""
         return [w.pid for w in sorted(self._roster, key=lambda w: (w.slot, w.generation))]
+
+    @property
+    def status(self) -> MasterStatus:
+        """The phase and the workers right now (a frozen snapshot)."""
+        return MasterStatus(
+            phase=self._phase.value,
+            reloading=self._reloading is not None,
+            workers=tuple(_worker_status(w) for w in self._roster),
+        )
 
     @property
     def worker_count(self) -> int:
@@ -153,8 +166,7 @@ class Master:
                 unix_mode=self.config.unix_socket_mode,
                 inherited=listen_sockets(),
             )
-            # Room for two generations side by side, plus retiring workers and TTIN growth.
-            self._table = HeartbeatTable(capacity=max(256, 8 * self._slots))
+            self._table = HeartbeatTable(capacity=self.config.record_capacity)
             self._state.start()
         except BaseException:
             self._phase = Phase.STOPPED
@@ -174,7 +186,7 @@ class Master:
                     self._inbox.push(signum)
                 self._deferred.clear()
                 log.debug("all %d workers ready", self._slots)
-        self._sd.observe(self._phase.value, self._reloading, self._slots, self._roster, self._table)
+        self._publish()
         if self._boot_error is not None:
             self.wait()
             raise BootError(self._boot_error)
@@ -218,6 +230,12 @@ class Master:
             self._reconcile(now)
         if self._phase is Phase.STOPPING and not len(self._roster):
             self._phase = Phase.STOPPED
+        self._publish()
+
+    def _publish(self) -> None:
+        # Tell systemd and the observer (metrics, health probes) what changed.
+        if self._observer is not None:
+            self._observer.on_status(self.status)
         self._sd.observe(self._phase.value, self._reloading, self._slots, self._roster, self._table)
 
     def _busy(self) -> bool:
@@ -450,6 +468,8 @@ class Master:
         # Runs in a new worker: the wake-up pipe's read end and the other slots' sockets are
         # the master's alone (see Listeners.close_except).
         self._inbox.close_reader()
+        if self._observer is not None:
+            self._observer.in_child()
         if self._listeners is not None:
             self._listeners.close_except(slot)
 
@@ -459,9 +479,24 @@ class Master:
             if code is not None:
                 self._roster.pop(proc.pid)
                 self._state.detach(proc.record)
+                if self._observer is not None:
+                    # Before the record is released: the observer reads what it counted.
+                    reason = None if self._phase is Phase.STOPPING else self._exit_reason(proc)
+                    self._observer.on_worker_ended(_worker_status(proc), reason)
                 if self._table is not None:
                     self._table.release(proc.record)
                 self._on_exit(proc, code)
+
+    def _exit_reason(self, proc: WorkerProc) -> ExitReason:
+        if proc.timed_out:
+            return ExitReason.TIMEOUT
+        if not proc.stop_sent:
+            return ExitReason.CRASH
+        if proc.retiring:
+            return ExitReason.MAX_REQUESTS
+        if proc.slot >= self._slots:
+            return ExitReason.SCALE_DOWN
+        return ExitReason.RELOAD
 
     def _on_exit(self, proc: WorkerProc, code: int) -> None:
         verdict = judge_exit(
@@ -489,9 +524,24 @@ class Master:
 
     def _cleanup(self) -> None:
         self._inbox.close()
+        if self._observer is not None:
+            self._observer.on_status(self.status)
+            self._observer.close()
+            self._observer = None
         self._state.stop()
         if self._listeners is not None:
             self._listeners.close()
         if self._table is not None:
             self._table.close()
             self._table = None
+
+
+def _worker_status(proc: WorkerProc) -> WorkerStatus:
+    return WorkerStatus(
+        slot=proc.slot,
+        pid=proc.pid,
+        generation=proc.generation,
+        record=proc.record,
+        ready=proc.ready,
+        serving=proc.serving,
+    )

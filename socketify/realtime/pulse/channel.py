@@ -43,6 +43,8 @@ import orjson
 from gevent import GreenletExit
 
 from socketify.core.coroutines import blocking
+from socketify.metrics.builtin import WEBSOCKET_MESSAGES
+from socketify.metrics.recorder import counter
 from socketify.protocol.websocket import (
     CLOSED,
     NEED_DATA,
@@ -80,6 +82,8 @@ CLOSE_TIMEOUT = 5.0  # how long a close we started waits for the peer's close fr
 STOP_CLOSE_TIMEOUT = 2.0  # ... when the server stops: shorter, the worker waits for it
 LINGER_SECONDS = 1.0  # after failing the connection, how long we let the peer read our close
 _ids = itertools.count(1)
+# The sends that carry a message (a ping or a close is not one), for the sent-message count.
+_MESSAGES = frozenset((Protocol.send_text, Protocol.send_binary, Protocol.send_raw))
 
 TextHandler = Callable[["Channel", str], Any]
 BytesHandler = Callable[["Channel", bytes], Any]
@@ -93,6 +97,8 @@ class Channel:
     __slots__ = (
         "_binary_taps",
         "_close_timer",
+        "_count_received",
+        "_count_sent",
         "_on_binary",
         "_on_close",
         "_on_ping",
@@ -148,6 +154,9 @@ class Channel:
         self._on_pong: BytesHandler | None = None
         self._on_close: list[CloseHandler] = []
         self._on_stop: list[Callable[[Channel], Any]] = []
+        # Message counts for `--metrics-bind` (None, so one comparison, when it is off).
+        self._count_received = counter(WEBSOCKET_MESSAGES, ("in",))
+        self._count_sent = counter(WEBSOCKET_MESSAGES, ("out",))
 
     # -- callbacks ----------------------------------------------------------------------------
 
@@ -265,6 +274,8 @@ class Channel:
         status = out.send_soon(data) if soon else out.send(data)
         if not status:
             self._abandon()
+        elif self._count_sent is not None and method in _MESSAGES:
+            self._count_sent()
         return status
 
     def _close_slow_peer(self) -> None:
@@ -422,6 +433,8 @@ class Channel:
             if event is NEED_DATA or event is CLOSED:
                 return None
             cls = type(event)
+            if (cls is TextMessage or cls is BinaryMessage) and self._count_received is not None:
+                self._count_received()
             try:
                 if cls is TextMessage:
                     if self._on_text is not None:
