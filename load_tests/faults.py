@@ -51,6 +51,7 @@ from load_tests.harness import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for `python load_tests/...`
 
+from load_tests import floods
 from load_tests.apps.fault_targets import IMPATIENT_HEADER_TIMEOUT
 from load_tests.contenders import OURS
 from load_tests.harness import (
@@ -928,6 +929,112 @@ def hot_figure(run_: HotRun, short: bool) -> Figure:
         details.append(f"RSS past its bound or still growing: {', '.join(growing)}")
     return Figure("hot-session", ratio, "x", f">= {bar}x, no lost write, RSS bounded",
                   held, details)  # fmt: skip
+
+
+# -- floods: one connection pours in work; the worker's other clients must still be served ---
+# A fresh client's GET every 0.1 s during an 8 s flood on the same (single) worker; the
+# worker runs with a short heartbeat timeout, so one starved of its heartbeat is replaced
+# within the flood and the probe sees another pid.
+
+FLOOD_APP = "load_tests.apps.flood_targets:site"
+FLOOD_BAR = 0.5  # seconds: the slowest answer a fresh client may get during a flood
+FLOOD_HEARTBEAT = 3  # --timeout: a worker silent this long is replaced by the master
+
+
+def _flood_experiment(name: str) -> Experiment:
+    def run_flood(short: bool) -> Figure:
+        seconds = 3.0 if short else 8.0
+        port, tcp_port = free_port(), free_port()
+        argv = ["env", f"FLOOD_TCP_PORT={tcp_port}", *_socketify_cli(), "run", FLOOD_APP,
+                "--workers", "1", "--timeout", str(FLOOD_HEARTBEAT),
+                "--bind", f"{HOST}:{port}"]  # fmt: skip
+        with serve(OURS, argv, port) as server:
+            run_ = floods.flood(name, port, seconds, tcp_port)
+            log = _log_text(server)
+        held = run_.worst <= FLOOD_BAR and not run_.unanswered and not run_.replaced
+        held = held and "Traceback" not in log
+        return Figure(
+            f"flood-{name}",
+            1000 * run_.worst,
+            "ms worst answer to a fresh client",
+            f"<= {1000 * FLOOD_BAR:.0f} ms, every probe answered, the worker not replaced",
+            held,
+            [
+                f"{floods.FLOODS[name].describe}, one connection, {seconds:g} s, 1 worker "
+                f"(heartbeat timeout {FLOOD_HEARTBEAT} s)",
+                f"probes: {len(run_.latencies)} answered, {run_.unanswered} not; p50 "
+                f"{1000 * run_.p50:.1f} ms, p99 {1000 * run_.p99:.1f} ms, worst "
+                f"{1000 * run_.worst:.1f} ms; answered by {len(run_.workers)} worker(s)",
+                f"flood: {run_.sent / seconds / 1e6:.2f} MB/s sent, {run_.received / 1e6:.1f} "
+                f"MB back; the server closed it {run_.cut} time(s)",
+            ],
+        )
+
+    run_flood.__doc__ = f"{floods.FLOODS[name].describe}: what the worker's other clients get"
+    return run_flood
+
+
+for _name in floods.FLOODS:
+    experiment(f"flood-{_name}")(_flood_experiment(_name))
+
+
+# -- h2-stalled-streams: clients that open many streams and read none of the answers -------
+
+STALLED_CONNECTIONS = 3
+STALLED_STREAMS = 100  # each asks for 1 MiB (`/large`), made afresh per request
+STALLED_BAR_MIB = 32  # worker RSS growth for all of them (without a bound: ~335 MiB)
+
+
+@experiment("h2-stalled-streams")
+def h2_stalled_streams(short: bool) -> Figure:
+    """3 h2c connections x 100 streams x 1 MiB answers, no window granted: worker RSS growth."""
+    import hpack
+
+    seconds = 2.0 if short else 10.0
+    port, tcp_port = free_port(), free_port()
+    argv = ["env", f"FLOOD_TCP_PORT={tcp_port}", *_socketify_cli(), "run", FLOOD_APP,
+            "--workers", "1", "--bind", f"{HOST}:{port}"]  # fmt: skip
+    with serve(OURS, argv, port) as server:
+        worker = _the_worker(server.pid)
+        before = rss_kib(worker)
+        clients = []
+        for _ in range(STALLED_CONNECTIONS):
+            sock = socket.create_connection((HOST, port), timeout=10)
+            encoder = hpack.Encoder()
+            get = [(":method", "GET"), (":scheme", "http"), (":path", "/large"),
+                   (":authority", HOST)]  # fmt: skip
+            frames = [
+                floods.H2_PREFACE,
+                floods.h2_frame(0x4, 0, 0, (4).to_bytes(2, "big") + bytes(4)),
+            ]
+            frames += [
+                floods.h2_frame(0x1, 0x5, 2 * n + 1, encoder.encode(get))
+                for n in range(STALLED_STREAMS)
+            ]
+            sock.sendall(b"".join(frames))  # SETTINGS_INITIAL_WINDOW_SIZE 0: nothing may be sent
+            clients.append(sock)
+        peak = before
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            peak = max(peak, rss_kib(worker))
+            time.sleep(0.05)
+        ping_ms = _ping_ms(port)
+        for sock in clients:
+            sock.close()
+    growth_mib = (peak - before) / 1024
+    return Figure(
+        "h2-stalled-streams",
+        growth_mib,
+        "MiB worker RSS growth",
+        f"<= {STALLED_BAR_MIB} MiB for {STALLED_CONNECTIONS} x {STALLED_STREAMS} stalled streams",
+        growth_mib <= STALLED_BAR_MIB and ping_ms < 1000,
+        [
+            f"{STALLED_CONNECTIONS} h2c connections, {STALLED_STREAMS} streams each asking for "
+            f"1 MiB, SETTINGS_INITIAL_WINDOW_SIZE 0, watched {seconds:g} s",
+            f"worker RSS {before / 1024:.1f} -> peak {peak / 1024:.1f} MiB; GET /ping meanwhile "
+            f"{ping_ms:.1f} ms",
+        ],
+    )
 
 
 if __name__ == "__main__":

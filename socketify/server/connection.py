@@ -6,8 +6,10 @@ says EAGAIN, so a request whose bytes are already there costs no hub switch. Dea
 whole phases, not the time since the last byte: `deadline` is set when a phase starts — idle between
 requests, the head from its first byte, the body, the handler with `request_timeout` — and
 the service's sweeper throws `Expired` into a connection whose deadline has passed. Pipelined
-requests already in the buffer are answered in one batch and written with one send; after a
-batch served without waiting, the greenlet yields so no connection starves the others.
+requests already in the buffer are answered in one batch and written with one send. A client
+whose input is always there (it pipelines faster than it is answered) never makes the
+greenlet wait, so between requests and reads it takes turns with the worker's other
+connections (`server.turns`).
 
 On a bind behind a TCP proxy the connection first reads the PROXY protocol header (see
 `server.proxy_intake`), before the TLS handshake: the client address it names becomes `addr`;
@@ -34,7 +36,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from gevent import GreenletExit, get_hub, getcurrent, sleep
+from gevent import GreenletExit, get_hub, getcurrent
 
 from socketify.core.request import Request
 from socketify.core.response import Response
@@ -45,6 +47,7 @@ from socketify.server.exchange import FileRange, request_for, response_parts
 from socketify.server.file_sender import send_file
 from socketify.server.request_body import RequestBody, Unread
 from socketify.server.tls_stream import TlsStream
+from socketify.server.turns import Turn
 
 # The first bytes of every HTTP/2 connection: no HTTP/1.1 request starts with them.
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -59,7 +62,7 @@ log = logging.getLogger("socketify.error")
 
 READ_SIZE = 65536
 BATCH_BYTES = 65536  # flush pipelined responses once this much is queued
-BATCHES_BEFORE_YIELD = 4  # batches served back to back before letting others run
+ANSWERS_PER_CHECK = 16  # pipelined answers between two looks at the connection's turn
 LINGER_SECONDS = 2.0  # how long we drain input after an answer we close on, so it is not reset
 _monotonic = time.monotonic
 
@@ -94,6 +97,7 @@ class Connection:
         "service",
         "sock",
         "tls",
+        "turn",
         "write_watcher",
     )
 
@@ -140,6 +144,8 @@ class Connection:
         self.peer_cert: dict[str, Any] | None = None
         self._body_time = 0.0  # seconds left of the current body's deadline
         self.http2: Any = None  # the Http2Session this connection was handed to, if any
+        # Its share of the worker while its input comes without waiting (see server.turns).
+        self.turn = Turn(hub.loop)
 
     # -- the request loop -------------------------------------------------------------------
 
@@ -251,7 +257,8 @@ class Connection:
         next_event = self.http.next_event
         answer = self._answer
         idle_timeout = service.options.idle_timeout
-        batches = 0
+        check_turn = self.turn.check
+        answered = 0
         while True:
             event = next_event()
             if event.__class__ is RequestHead:
@@ -259,6 +266,13 @@ class Connection:
                     self._flush()
                     return
                 self.phase = IDLE
+                answered += 1
+                if answered == ANSWERS_PER_CHECK:
+                    # A batch of pipelined requests must not hold the worker. PERF: a look
+                    # every few answers, not after each: in a profile of a pipelining flood,
+                    # one look per answer took ~5% of the worker.
+                    answered = 0
+                    check_turn()
                 continue
             if event is NEED_DATA:
                 if self.phase == IDLE:
@@ -267,14 +281,9 @@ class Connection:
                     self.deadline = _monotonic() + idle_timeout
                 if self._out:
                     self._flush()
-                    batches += 1
-                    if batches >= BATCHES_BEFORE_YIELD:
-                        batches = 0
-                        sleep(0)  # fairness: let connections queued behind us run
                 if self.phase == IDLE and service.stopping:
                     return
-                if not self._receive():
-                    batches = 0
+                self._receive()
                 continue
             if event is CLOSED:
                 self._flush()
@@ -285,8 +294,8 @@ class Connection:
             log.error("body bytes from %s where a request should start; closing", self.addr)
             return
 
-    def _receive(self, wait_first: bool = True) -> bool:
-        """Read into the parser; returns False if we had to wait (the greenlet yielded)."""
+    def _receive(self, wait_first: bool = True) -> None:
+        """Read into the parser, waiting for the client if nothing is there."""
         http = self.http
         waited = False
         if http.buffered:
@@ -307,7 +316,8 @@ class Connection:
         if data and self.phase == IDLE:
             self._start_head()
         http.receive_data(data)
-        return not waited
+        if not waited:
+            self.turn.check()  # input that is always there must not hold the worker
 
     def _start_head(self) -> None:
         # The first byte of a request starts its header deadline: a whole phase, not a gap.
@@ -588,6 +598,7 @@ class Connection:
             try:
                 if not self.sock.recv(READ_SIZE):
                     return
+                self.turn.check()  # a client still flooding us must not hold the worker
             except BlockingIOError:
                 self.wait_readable()
             except OSError:

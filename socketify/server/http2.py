@@ -13,6 +13,16 @@ answers finished in one turn cost one syscall). What the kernel does not take go
 writer greenlet; while its backlog is over `HIGH_WATER`, senders wait (bounded by the send
 timeout), so a client that stops reading parks its streams instead of growing the worker.
 
+A client whose frames are always there never makes the reader wait: between reads it takes
+turns with the worker's other connections (`server.turns`), and the protocol's budgets end a
+connection that floods frames which carry nothing (`protocol.http2.limits`).
+
+What one connection may hold for streams its client does not read is bounded too. An answer
+waiting for send window (a client that opens a hundred streams and reads none) keeps its
+bytes until the client takes them or `http2_send_timeout` resets the stream; the session
+counts those bytes (`hold`/`release`), and once they pass `MAX_HELD` the streams that have
+not run their handler yet wait, one at a time, before producing more (`wait_for_room`).
+
 Deadlines reuse the connection's: with no stream open the connection's deadline is
 `idle_timeout`, and the sweeper's `Expired` makes the reader say GOAWAY and close. A stopping
 server (`stop`) says GOAWAY at once, serves the streams already opened, then closes the same
@@ -28,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import gevent
 from gevent.event import Event
+from gevent.lock import Semaphore
 
 from socketify.protocol.http2 import (
     BodyData,
@@ -48,12 +59,15 @@ if TYPE_CHECKING:
     from socketify.core.options import ServerOptions
     from socketify.server.connection import Connection
 
-__all__ = ["HIGH_WATER", "Http2Session", "limits_for"]
+__all__ = ["HIGH_WATER", "MAX_HELD", "Http2Session", "limits_for"]
 
 log = logging.getLogger("socketify.error")
 
 READ_SIZE = 65536
 HIGH_WATER = 256 * 1024  # bytes waiting for the socket past which senders wait
+# Bytes of answers one connection holds for its client (waiting for send window) past which
+# streams that have not run their handler yet wait.
+MAX_HELD = 4 << 20
 _CLOSE_FLUSH = 1.0  # seconds a closing session gives its last frames to go out
 _MAX_BUFFERS = 256  # buffers one vectored write takes (the kernel's limit is 1024)
 _monotonic = time.monotonic
@@ -88,10 +102,13 @@ class Http2Session:
         "_drained",
         "_flush_scheduled",
         "_loop",
+        "_one_at_a_time",
+        "_room",
         "_streams_gone",
         "_writer",
         "backlog_bytes",
         "conn",
+        "held",
         "options",
         "proto",
         "stopping",
@@ -111,6 +128,10 @@ class Http2Session:
         self._drained.set()
         self._flush_scheduled = False
         self._loop = gevent.get_hub().loop
+        self.held = 0  # bytes of answers the streams hold for the client (see MAX_HELD)
+        self._room = Event()  # set while `held` is within MAX_HELD
+        self._room.set()
+        self._one_at_a_time = Semaphore()  # streams waiting for room pass one by one
         self._streams_gone: Event | None = None  # set by _end, while it waits for the streams
 
     # -- reading ------------------------------------------------------------------------------
@@ -125,6 +146,7 @@ class Http2Session:
             if data:
                 self._receive(data)
             self.flush()
+            check_turn = conn.turn.check
             while not self.proto.closed:
                 try:
                     data = self._read()
@@ -136,6 +158,7 @@ class Http2Session:
                     break
                 self._receive(data)
                 self.flush()
+                check_turn()  # frames that are always there must not hold the worker
         except (PeerGone, ConnectionError):
             pass
         finally:
@@ -213,6 +236,33 @@ class Http2Session:
         if self._writer is not None and self.backlog_bytes:
             return True  # the client has read nothing for idle_timeout
         return not self.streams
+
+    # -- what the streams hold ----------------------------------------------------------------
+
+    def hold(self, size: int) -> None:
+        """A stream holds `size` bytes of its answer until the client takes them."""
+        self.held += size
+        if self.held > MAX_HELD:
+            self._room.clear()
+
+    def release(self, size: int) -> None:
+        """A stream no longer holds `size` bytes (sent, or given up)."""
+        self.held -= size
+        if self.held <= MAX_HELD:
+            self._room.set()
+
+    def wait_for_room(self) -> None:
+        """Park a stream about to run its handler while the connection holds too much.
+
+        The waiters pass one at a time, each straight on to its handler: one that does not
+        wait has added what it holds before the next looks at the count again, so a crowd
+        let through at once cannot overshoot the bound by an answer each.
+        """
+        if self.held <= MAX_HELD:
+            return
+        with self._one_at_a_time:
+            while self.held > MAX_HELD:
+                self._room.wait()
 
     # -- stopping -----------------------------------------------------------------------------
 
@@ -320,7 +370,16 @@ class Http2Session:
         return HIGH_WATER - self.backlog_bytes
 
     def wait_drained(self, timeout: float) -> bool:
-        """Park the caller while the backlog is over HIGH_WATER; False if it stayed so."""
+        """Park the caller while the backlog is over HIGH_WATER; False if it stayed so.
+
+        Many streams may wait at once: the first to wake can fill the backlog again before
+        the others run, so each waits on until its own timeout, not just the first drain.
+        """
         if self.backlog_bytes <= HIGH_WATER:
             return True
-        return self._drained.wait(timeout) and self.backlog_bytes <= HIGH_WATER
+        deadline = _monotonic() + timeout
+        while self.backlog_bytes > HIGH_WATER:
+            left = deadline - _monotonic()
+            if left <= 0 or not self._drained.wait(left):
+                return False
+        return True

@@ -9,7 +9,8 @@ acknowledged with WINDOW_UPDATE, so what waits unread is bounded by the stream's
 `body_timeout` bounds the time spent waiting for them across all the app's reads, as on
 HTTP/1.1: a body that runs out of it gets a 408, then a reset for the rest), for
 send window (a zero window parks the sender, at most `http2_send_timeout`, then RST_STREAM),
-and for the socket's backlog to drain.
+and for the socket's backlog to drain; before its handler runs, it waits while the connection
+holds too much for a client that reads nothing (`Http2Session.wait_for_room`).
 
 An answer is buffered bytes, a file range (read and sent in chunks: sendfile cannot go
 through frames), a stream sent as produced (its trailer fields, if it set any, in a last
@@ -153,6 +154,7 @@ class Stream:
                 req.proxy_header = conn.proxy_header
             req.server_name = conn.server_name
             res = Response(req)
+            session.wait_for_room()  # a client that reads nothing gets no more answers made
             try:
                 if opts.request_timeout:
                     with gevent.Timeout(opts.request_timeout):
@@ -314,6 +316,15 @@ class Stream:
         Raises StreamClosed when the client reset the stream, or when it granted no window
         (or read nothing) for `http2_send_timeout`; the stream is then reset.
         """
+        session = self.session
+        held = len(data)
+        session.hold(held)
+        try:
+            self._send_all(data, end)
+        finally:
+            session.release(held)
+
+    def _send_all(self, data: bytes | memoryview, end: bool) -> None:
         session = self.session
         proto, sid = self.proto, self.stream_id
         timeout = session.options.http2_send_timeout

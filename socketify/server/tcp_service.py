@@ -27,6 +27,7 @@ from gevent import socket as green_socket
 from socketify.server.acceptor import Acceptor
 from socketify.server.proxy_intake import ProxyIntake
 from socketify.server.tls_stream import server_context
+from socketify.server.turns import Turn
 from socketify.tcp.connection import StreamConnection, TlsInfo
 from socketify.tcp.errors import StreamError
 
@@ -117,6 +118,7 @@ class TcpService:
                 max_line=options.max_line,
                 tls=tls,
                 stop=self.acceptor.stop_signal,
+                between_reads=Turn().check,  # a flooding client takes turns with the others
             )
             self.service.handler(client.stream)
         except TimeoutError:  # idle, or a TLS handshake or PROXY header not done in time

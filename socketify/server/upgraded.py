@@ -297,11 +297,15 @@ def read_some(conn: Connection, wait_first: bool = False) -> bytes:
         conn.wait_readable()
     while True:
         try:
-            return sock.recv(READ_SIZE)
+            data: bytes = sock.recv(READ_SIZE)
         except BlockingIOError:
             conn.wait_readable()
+            continue
         except OSError:
             return b""
+        if data:
+            conn.turn.check()  # a peer whose bytes are always there must not hold the worker
+        return data
 
 
 def shutdown(conn: Connection, how: int = socket.SHUT_RDWR) -> None:

@@ -5,6 +5,10 @@ gevent socket in a worker (where "blocking" yields to the hub), or a plain block
 a test. Bytes read ahead by `readline` or `recv_exactly` wait in a private buffer that every
 read drains first.
 
+A server that shares its process with other connections passes `between_reads`, called
+before each read the handler makes: a peer whose bytes are always there never makes a read
+wait, so that is where the server lets the others run.
+
 Idle time is tracked, not timed: every read or write that completes stamps `last_active`, and
 the server's sweeper calls `expire()` on a connection idle for too long. That closes the
 socket, and the read or write the handler is blocked in raises `IdleTimeout`.
@@ -89,6 +93,7 @@ class StreamConnection:
     """One client's byte stream, as a service handler sees it."""
 
     __slots__ = (
+        "_between_reads",
         "_buffer",
         "_sock",
         "_stop",
@@ -111,8 +116,10 @@ class StreamConnection:
         max_line: int = 65536,
         tls: TlsInfo | None = None,
         stop: StopNotice | None = None,
+        between_reads: Callable[[], None] | None = None,
     ) -> None:
         self._sock = sock
+        self._between_reads = between_reads
         self._buffer = bytearray()
         self.peer = peer  # (host, port) for TCP, the socket path's peer name ("") for Unix
         self.local = local
@@ -131,6 +138,8 @@ class StreamConnection:
 
     def recv(self, max_bytes: int = RECV_SIZE) -> bytes:
         """Up to `max_bytes` bytes as soon as any are there; b"" once the peer has closed."""
+        if self._between_reads is not None:
+            self._between_reads()
         buffer = self._buffer
         if buffer:
             ahead = bytes(buffer[:max_bytes])
@@ -140,6 +149,8 @@ class StreamConnection:
 
     def recv_exactly(self, size: int) -> bytes:
         """Exactly `size` bytes; `IncompleteRead` if the peer closes first."""
+        if self._between_reads is not None:
+            self._between_reads()
         buffer = self._buffer
         while len(buffer) < size:
             data = self._read(max(RECV_SIZE, size - len(buffer)))
@@ -158,6 +169,8 @@ class StreamConnection:
         `LineTooLong` when the line (newline included) would exceed `max_line` bytes (default:
         the service's `max_line`); the connection cannot be read further after that.
         """
+        if self._between_reads is not None:
+            self._between_reads()
         limit = self.max_line if max_line is None else max_line
         buffer = self._buffer
         searched = 0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeVar
+
 import h2.config
 import h2.connection
 import h2.events
@@ -12,6 +15,7 @@ from hyperframe.frame import ContinuationFrame, HeadersFrame, PingFrame, Setting
 
 from socketify.protocol.http2 import (
     ENHANCE_YOUR_CALM,
+    FLOOD_BUDGETS,
     NO_ERROR,
     PREFACE,
     PROTOCOL_ERROR,
@@ -31,6 +35,7 @@ from socketify.protocol.http11 import header_field
 
 COMPRESSION_ERROR = int(ErrorCodes.COMPRESSION_ERROR)
 FRAME_SIZE_ERROR = int(ErrorCodes.FRAME_SIZE_ERROR)
+T = TypeVar("T")
 GET = [(":method", "GET"), (":scheme", "https"), (":authority", "example.com"), (":path", "/a?b=1")]
 
 
@@ -61,7 +66,7 @@ class Pair:
         return sid
 
 
-def of(kind: type, events: list[object]) -> list[object]:
+def of(kind: type[T], events: Sequence[object]) -> list[T]:
     return [event for event in events if isinstance(event, kind)]
 
 
@@ -245,6 +250,74 @@ def test_control_frame_flood_ends_with_enhance_your_calm(frame: object) -> None:
     (end,) = of(ConnectionTerminated, list(pair.server.receive_data(flood)))
     assert end.error_code == ENHANCE_YOUR_CALM and not end.by_peer
     assert pair.server.receive_data(flood) == []
+
+
+def _raw_frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+    head = len(payload).to_bytes(3, "big") + bytes((kind, flags)) + stream.to_bytes(4, "big")
+    return head + payload
+
+
+# Frames that carry nothing, each with the Http2Limits field that budgets it.
+NOTHING_FRAMES = {
+    "PRIORITY flood": (_raw_frame(0x2, 0, 3, bytes(4) + b"\x10"), "max_priority_per_second"),
+    "WINDOW_UPDATE flood": (
+        _raw_frame(0x8, 0, 0, (1).to_bytes(4, "big")),
+        "max_window_updates_per_second",
+    ),
+    "unknown frame flood": (_raw_frame(0xFA, 0, 0, b"flooding"), "max_unknown_frames_per_second"),
+    "empty DATA flood": (_raw_frame(0x0, 0, 1), "max_empty_data_per_second"),
+}
+
+
+@pytest.mark.parametrize("flood", list(NOTHING_FRAMES))
+def test_a_flood_of_frames_that_carry_nothing_ends_with_enhance_your_calm(flood: str) -> None:
+    frame, budget = NOTHING_FRAMES[flood]
+    pair = Pair(Http2Limits(**{budget: 20}))
+    pair.request(end=False)  # stream 1 stays open: the empty DATA frames go to it
+    pair.to_server()
+    (end,) = of(ConnectionTerminated, list(pair.server.receive_data(frame * 21)))
+    assert (end.error_code, end.by_peer, end.detail) == (ENHANCE_YOUR_CALM, False, flood)
+    goaway = of(h2.events.ConnectionTerminated, pair.to_client())
+    assert goaway[0].error_code == ENHANCE_YOUR_CALM
+
+
+@pytest.mark.parametrize("flood", list(NOTHING_FRAMES))
+def test_frames_that_carry_nothing_within_their_budget_are_taken(flood: str) -> None:
+    frame, budget = NOTHING_FRAMES[flood]
+    pair = Pair(Http2Limits(**{budget: 20}))
+    pair.request(end=False)
+    pair.to_server()
+    events = pair.server.receive_data(frame * 20)
+    assert not of(ConnectionTerminated, events) and not pair.server.closed
+
+
+def test_ping_acknowledgements_are_not_counted_as_a_ping_flood() -> None:
+    pair = Pair(Http2Limits(max_pings_per_second=20))
+    acks = PingFrame(0, opaque_data=b"12345678", flags=["ACK"]).serialize() * 50
+    assert not of(ConnectionTerminated, pair.server.receive_data(acks))
+    assert not pair.server.closed
+
+
+def test_every_flood_named_in_the_budget_table_has_its_limit() -> None:
+    assert set(NOTHING_FRAMES) <= set(FLOOD_BUDGETS)
+    assert all(hasattr(Http2Limits(), field) for field in FLOOD_BUDGETS.values())
+
+
+def test_window_updates_answering_our_data_frames_are_not_a_flood() -> None:
+    pair = Pair(Http2Limits(max_window_updates_per_second=10))
+    sid = pair.request()
+    pair.to_server()
+    pair.server.start_response(sid, 200, [])
+    sent = 0
+    for _ in range(40):  # 40 DATA frames, each acknowledged on the stream and the connection
+        sent += pair.server.send_data(sid, b"x" * 1000)
+        for event in pair.to_client():
+            if isinstance(event, h2.events.DataReceived):
+                length = event.flow_controlled_length
+                pair.client.increment_flow_control_window(length, stream_id=sid)
+                pair.client.increment_flow_control_window(length)
+        assert not of(ConnectionTerminated, pair.to_server())
+    assert sent == 40_000 and not pair.server.closed
 
 
 def test_oversized_header_list_ends_the_connection() -> None:

@@ -27,11 +27,12 @@ from socketify.protocol.http2.events import (
     StreamReset,
     WindowOpened,
 )
-from socketify.protocol.http2.limits import Http2Limits
+from socketify.protocol.http2.limits import FLOOD_BUDGETS, Http2Limits
 
 __all__ = [
     "CANCEL",
     "ENHANCE_YOUR_CALM",
+    "FLOOD_BUDGETS",
     "INTERNAL_ERROR",
     "NO_ERROR",
     "PREFACE",

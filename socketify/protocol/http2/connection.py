@@ -72,7 +72,7 @@ from socketify.protocol.http2.hpack_decoder import (
     HeaderListTooLarge,
 )
 from socketify.protocol.http2.hpack_encoder import Encoder
-from socketify.protocol.http2.limits import Http2Limits, RateCounter
+from socketify.protocol.http2.limits import FrameBudgets, Http2Limits, RateCounter
 from socketify.protocol.http2.messages import (
     BadRequest,
     request_head,
@@ -132,6 +132,7 @@ class Http2ServerConnection:
 
     __slots__ = (
         "_active",
+        "_budgets",
         "_credit",
         "_decoder",
         "_encoder",
@@ -170,7 +171,8 @@ class Http2ServerConnection:
         self._highest = 0  # the highest stream id the client opened
         self._last_stream_id: int | None = None  # set by goaway(): newer streams are refused
         self._peer_goaway = False
-        self._reader = FrameReader(limits.max_frame_size, limits.max_header_block)
+        self._budgets = FrameBudgets(limits)
+        self._reader = FrameReader(limits.max_frame_size, limits.max_header_block, self._budgets)
         self._send_window = _DEFAULT_WINDOW  # connection-level DATA we may send
         self._recv_window = _CONNECTION_WINDOW  # connection-level DATA the client may send
         self._peer_window = _DEFAULT_WINDOW  # the client's SETTINGS_INITIAL_WINDOW_SIZE
@@ -533,6 +535,7 @@ class Http2ServerConnection:
                 out.append(frames.data_header(stream_id, allowed, end_stream))
                 if allowed:
                     out.append(data if allowed == size else data[:allowed])
+                    self._budgets.earn(1)  # the client may acknowledge it (see limits.py)
         else:
             view = memoryview(data)
             sent = 0
@@ -542,6 +545,7 @@ class Http2ServerConnection:
                 out.append(frames.data_header(stream_id, n, last))
                 out.append(view[sent : sent + n])
                 sent += n
+            self._budgets.earn(-(-allowed // step))
         stream.send_window -= allowed
         self._send_window -= allowed
         if end_stream:

@@ -9,6 +9,9 @@ about streams, and raises `Http2Error` for the first one broken:
   frame after it must be SETTINGS (PROTOCOL_ERROR);
 - no frame may be longer than our SETTINGS_MAX_FRAME_SIZE (FRAME_SIZE_ERROR), refused as soon
   as its header says so, before its payload is buffered;
+- frames that cost work but carry nothing (PRIORITY, WINDOW_UPDATE, empty DATA, unknown
+  types) are charged to their per-second budgets (`limits.FrameBudgets`) as they come, and
+  a flood of them is refused (ENHANCE_YOUR_CALM) before any of it is handled;
 - a header block is one HEADERS frame and the CONTINUATION frames of the same stream that
   follow it, with nothing else in between (PROTOCOL_ERROR); a CONTINUATION anywhere else is
   one too. The block is bounded in bytes (ENHANCE_YOUR_CALM) as its frames arrive, so a
@@ -21,6 +24,7 @@ itself as its dependency is a PROTOCOL_ERROR).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 from socketify.protocol.http2.frames import (
@@ -32,6 +36,7 @@ from socketify.protocol.http2.frames import (
     headers_fragment,
     read_header,
 )
+from socketify.protocol.http2.limits import FrameBudgets
 
 __all__ = ["Frame", "FrameReader"]
 
@@ -47,6 +52,7 @@ class FrameReader:
         "_block",
         "_block_flags",
         "_block_stream",
+        "_budgets",
         "_first_frame",
         "_pending",
         "_preface_left",
@@ -54,9 +60,12 @@ class FrameReader:
         "frame_limit",
     )
 
-    def __init__(self, frame_limit: int, block_limit: int) -> None:
+    def __init__(
+        self, frame_limit: int, block_limit: int, budgets: FrameBudgets | None = None
+    ) -> None:
         self.frame_limit = frame_limit  # our SETTINGS_MAX_FRAME_SIZE
         self.block_limit = block_limit  # bytes of one header block
+        self._budgets = budgets
         self._preface_left = len(PREFACE)
         self._first_frame = True
         self._pending = b""  # the start of a frame not whole yet
@@ -73,6 +82,8 @@ class FrameReader:
             self._pending = b""
         size = len(data)
         pos = 0
+        budgets = self._budgets
+        now = time.monotonic()
         while size - pos >= 9:
             length, kind, flags, stream_id = read_header(data, pos)
             if length > self.frame_limit:
@@ -88,6 +99,10 @@ class FrameReader:
                 if kind == _CONTINUATION and self._block is not None:
                     self._check_block_size(len(self._block) + length)
                 break
+            if budgets is not None:
+                flood = budgets.charge(kind, length, flags, now)
+                if flood is not None:
+                    raise Http2Error(ErrorCode.ENHANCE_YOUR_CALM, flood)
             payload = data[pos + 9 : end]
             pos = end
             if self._block is not None:

@@ -81,6 +81,7 @@ log = logging.getLogger("socketify.error")
 CLOSE_TIMEOUT = 5.0  # how long a close we started waits for the peer's close frame
 STOP_CLOSE_TIMEOUT = 2.0  # ... when the server stops: shorter, the worker waits for it
 LINGER_SECONDS = 1.0  # after failing the connection, how long we let the peer read our close
+MESSAGES_PER_CHECK = 16  # messages of one read handled between two looks at the turn
 _ids = itertools.count(1)
 # The sends that carry a message (a ping or a close is not one), for the sent-message count.
 _MESSAGES = frozenset((Protocol.send_text, Protocol.send_binary, Protocol.send_raw))
@@ -428,10 +429,20 @@ class Channel:
         # PERF: a plain loop over next_event, not the `events()` generator: this runs once
         # per message received, and the generator costs a frame and a type check per event.
         next_event = self._proto.next_event
+        reader = self._reader
+        # One read can hold thousands of small messages: a peer sending them without pause
+        # takes turns with the worker's other connections (server.turns). PERF: a look every
+        # few messages; one read of a ping-pong peer holds one message and never looks.
+        check_turn = reader.turn.check if reader is not None else None
+        handled = 0
         while True:
             event = next_event()
             if event is NEED_DATA or event is CLOSED:
                 return None
+            handled += 1
+            if handled == MESSAGES_PER_CHECK and check_turn is not None:
+                handled = 0
+                check_turn()
             cls = type(event)
             if (cls is TextMessage or cls is BinaryMessage) and self._count_received is not None:
                 self._count_received()
