@@ -9,7 +9,8 @@ To answer, the owner calls `start_response`, `send_data` (which takes only what 
 allows and says how much), `send_trailers` or `reset`, then writes whatever `data_to_send()`
 returns. Nothing here blocks or raises into the owner for bad input: a client that breaks the
 protocol or a limit gets its GOAWAY queued and a `ConnectionTerminated(by_peer=False)`; the
-owner flushes and closes.
+owner flushes and closes. The per-second budgets of frames that carry no request (resets,
+SETTINGS, PING and the rest, `limits.py`) are charged by the framing layer as frames arrive.
 
 Errors. A broken rule of the connection (a bad frame size, a frame on stream 0 that belongs
 on a stream, an idle stream used, a header block that cannot be decoded) is a connection
@@ -72,7 +73,7 @@ from socketify.protocol.http2.hpack_decoder import (
     HeaderListTooLarge,
 )
 from socketify.protocol.http2.hpack_encoder import Encoder
-from socketify.protocol.http2.limits import FrameBudgets, Http2Limits, RateCounter
+from socketify.protocol.http2.limits import FrameBudgets, Http2Limits
 from socketify.protocol.http2.messages import (
     BadRequest,
     request_head,
@@ -143,14 +144,11 @@ class Http2ServerConnection:
         "_peer_frame_size",
         "_peer_goaway",
         "_peer_window",
-        "_pings",
         "_reader",
         "_recv_window",
         "_rejected",
         "_reset_by_us",
-        "_resets",
         "_send_window",
-        "_settings",
         "_streams",
         "closed",
         "limits",
@@ -161,9 +159,6 @@ class Http2ServerConnection:
         self._decoder = Decoder(max_header_list_size=limits.max_header_list_size)
         self._encoder = Encoder()
         self._heads: dict[HeaderList, RequestHead] = {}  # see _request
-        self._resets = RateCounter(limits.max_resets_per_second)
-        self._pings = RateCounter(limits.max_pings_per_second)
-        self._settings = RateCounter(limits.max_settings_per_second)
         self._streams: dict[int, _Stream] = {}  # streams with a side still open
         self._active: set[int] = set()  # streams the owner serves (see "Concurrency")
         self._rejected: set[int] = set()  # malformed streams the owner still serves
@@ -384,9 +379,7 @@ class Http2ServerConnection:
             if payload:
                 raise Http2Error(FRAME_SIZE_ERROR, "a SETTINGS acknowledgement with a payload")
             return
-        values = settings_values(payload)
-        if not self._settings.hit():
-            raise Http2Error(ENHANCE_YOUR_CALM, "SETTINGS flood")
+        values = settings_values(payload)  # its budget was charged by the FrameReader
         window_changed = False
         for key, value in values:
             if key == Setting.INITIAL_WINDOW_SIZE:
@@ -418,17 +411,12 @@ class Http2ServerConnection:
             raise Http2Error(FRAME_SIZE_ERROR, "PING of the wrong length")
         if flags & frames.ACK:
             return
-        if not self._pings.hit():
-            raise Http2Error(ENHANCE_YOUR_CALM, "PING flood")
         self._out.append(frames.ping_ack(payload))
 
     def _rst_stream(self, sid: int, payload: bytes, events: list[Event]) -> None:
         code = word(payload, "RST_STREAM")
         if not sid or sid > self._highest:
             raise Http2Error(PROTOCOL_ERROR, f"RST_STREAM on idle stream {sid}")
-        # Every reset counts, of a stream open or one just refused: resetting is the flood.
-        if not self._resets.hit():
-            raise Http2Error(ENHANCE_YOUR_CALM, "too many streams reset")
         self._streams.pop(sid, None)
         if sid in self._active and sid not in self._rejected:
             events.append(StreamReset(sid, code, True))

@@ -9,9 +9,10 @@ about streams, and raises `Http2Error` for the first one broken:
   frame after it must be SETTINGS (PROTOCOL_ERROR);
 - no frame may be longer than our SETTINGS_MAX_FRAME_SIZE (FRAME_SIZE_ERROR), refused as soon
   as its header says so, before its payload is buffered;
-- frames that cost work but carry nothing (PRIORITY, WINDOW_UPDATE, empty DATA, unknown
-  types) are charged to their per-second budgets (`limits.FrameBudgets`) as they come, and
-  a flood of them is refused (ENHANCE_YOUR_CALM) before any of it is handled;
+- frames that cost work but carry no request (RST_STREAM, SETTINGS and PING, which must be
+  acted on or answered; PRIORITY, WINDOW_UPDATE, empty DATA, unknown types) are charged to
+  their per-second budgets (`limits.FrameBudgets`) as they come, and a flood of them is
+  refused (ENHANCE_YOUR_CALM) before any of it is handled;
 - a header block is one HEADERS frame and the CONTINUATION frames of the same stream that
   follow it, with nothing else in between (PROTOCOL_ERROR); a CONTINUATION anywhere else is
   one too. The block is bounded in bytes (ENHANCE_YOUR_CALM) as its frames arrive, so a
