@@ -1,17 +1,23 @@
-"""The same Flask app and Django view under ours, Granian's WSGI interface and gunicorn
-`-k gevent`, one worker each: req/s and our ratios against the bars.
+"""The same WSGI apps under ours, Granian's WSGI interface (twice) and gunicorn `-k gevent`,
+one worker each: req/s, server CPU per request, errors, and our ratios against the bars.
 
-Theory of operation: three scenarios, each one URL of an app in load_tests/apps that every
-server imports unchanged: Flask's /ping (JSON) and /page (a Jinja page) in `wsgi_flask`, and
-the Django JSON view of `wsgi_django`. For every scenario and round, each server in turn is
-started pinned to CPU 1 (`taskset`), polled until it answers, checked to send the same body
-as ours, warmed up, and measured with `wrk -t1 -c50` pinned to CPU 0. Rounds alternate the
-servers so drifting load on a shared machine hits them all; the median round is reported.
-Granian runs with its defaults for the WSGI interface (1 worker, its default blocking
-threads), gunicorn with its gevent worker. The peers come from load_tests/.venv (see
-contenders.py); ratios within one run are the result, not the absolute figures.
+Theory of operation: each scenario is one URL of an app in load_tests/apps that every server
+imports unchanged: a raw WSGI callable's /ping (`wsgi_raw`), Flask's /ping (JSON) and /page
+(a Jinja page) in `wsgi_flask`, the Django JSON view of `wsgi_django`, and Flask reading one
+row of TechEmpower's `world` table through a psycopg2 pool (`wsgi_flask_pg`, in a schema of
+its own, seeded first). For every scenario, connection count and round, each server in turn
+is started pinned to CPU 1 (`taskset`), polled until it answers, checked to send the same
+body as ours (the database's rows are random: its status only), warmed up, and measured with
+`wrk -t1` pinned to CPU 0. Rounds alternate the servers so drifting load on a shared machine
+hits them all; the median round is reported. Granian runs twice: with its defaults, and with
+`--blocking-threads N` (the threads its WSGI calls run on; see --granian-threads). gunicorn
+runs its gevent worker; on the database route with psycogreen installed in `post_fork`, as
+its users run it (load_tests/apps/gunicorn_psycogreen.py). The peers come from
+load_tests/.venv (see contenders.py); ratios within one run are the result, not the absolute
+figures. Socket errors and non-2xx answers are counted and must be 0 on the database route.
 
-    python load_tests/bench_wsgi.py [--rounds 3] [--duration 8] [--only flask-ping ...]
+    python load_tests/bench_wsgi.py [--rounds 3] [--duration 8] [--only flask-pg ...]
+                                    [--granian-threads 8]
 """
 
 from __future__ import annotations
@@ -48,44 +54,73 @@ class Scenario:
     app: str  # module:attribute, the same for every server
     path: str
     bars: dict[str, float]  # peer name -> the ratio ours must reach
+    database: bool = False  # reads PostgreSQL: seeded first, bodies differ, errors must be 0
+    connections: tuple[int, ...] = (50,)  # wrk -c, each measured in turn
 
 
+DB_BARS = {"granian": 1.5, "granian-threads": 1.5, "gunicorn-gevent": 2.0}
 SCENARIOS = {
     s.name: s
     for s in (
+        Scenario("raw-ping", "load_tests.apps.wsgi_raw:app", "/ping",
+                 {"granian": 0.7, "granian-threads": 0.7}),
         Scenario("flask-ping", "load_tests.apps.wsgi_flask:app", "/ping",
-                 {"granian": 1.1, "gunicorn-gevent": 3.0}),
+                 {"granian": 1.1, "granian-threads": 1.1, "gunicorn-gevent": 3.0}),
         Scenario("flask-page", "load_tests.apps.wsgi_flask:app", "/page",
-                 {"granian": 1.1, "gunicorn-gevent": 3.0}),
+                 {"granian": 1.1, "granian-threads": 1.1, "gunicorn-gevent": 3.0}),
         Scenario("django-ping", "load_tests.apps.wsgi_django:application", "/ping",
-                 {"granian": 1.1, "gunicorn-gevent": 2.0}),
+                 {"granian": 1.1, "granian-threads": 1.1, "gunicorn-gevent": 2.0}),
+        Scenario("flask-pg", "load_tests.apps.wsgi_flask_pg:app", "/db", DB_BARS,
+                 database=True, connections=(50, 256)),
     )
 }  # fmt: skip
+BENCH_SCHEMA = "bench_wsgi"  # the database scenario's own schema: other runs keep theirs
+# Granian's --blocking-threads for its second run: of 2, 4, 8, 16 and 32 (c=50, a loaded
+# machine), 16 was the best on the database route and near the best on Flask's /ping. Its
+# default for WSGI is half its backpressure: 512 threads with one worker.
+GRANIAN_THREADS = 16
+PSYCOGREEN_CONFIG = Path(__file__).resolve().parent / "apps" / "gunicorn_psycogreen.py"
 
 
-def _ours(app: str, port: int) -> list[str]:
+def _ours(scenario: Scenario, port: int, threads: int) -> list[str]:
     script = Path(sys.executable).parent / "socketify"
     cli = [str(script)] if script.exists() else [sys.executable, "-m", "socketify.cli"]
-    return [*cli, "run", app, "--workers", "1", "--bind", f"{HOST}:{port}",
+    return [*cli, "run", scenario.app, "--workers", "1", "--bind", f"{HOST}:{port}",
             "--log-level", "warning"]  # fmt: skip
 
 
-def _granian(app: str, port: int) -> list[str]:
+def _granian(scenario: Scenario, port: int, threads: int) -> list[str]:
     return [str(VENV_BIN / "granian"), "--interface", "wsgi", "--workers", "1", "--host", HOST,
-            "--port", str(port), "--log-level", "warning", "--no-ws", app]  # fmt: skip
+            "--port", str(port), "--log-level", "warning", "--no-ws", scenario.app]  # fmt: skip
 
 
-def _gunicorn(app: str, port: int) -> list[str]:
-    return [str(VENV_BIN / "gunicorn"), app, "-k", "gevent", "--workers", "1",
-            "--bind", f"{HOST}:{port}", "--log-level", "warning"]  # fmt: skip
+def _granian_threads(scenario: Scenario, port: int, threads: int) -> list[str]:
+    return [*_granian(scenario, port, threads)[:-1], "--blocking-threads", str(threads),
+            scenario.app]  # fmt: skip
 
 
-PEER_MODULES = ("granian", "gunicorn", "gevent", "flask", "django")
-SERVERS: dict[str, Callable[[str, int], list[str]]] = {
+def _gunicorn(scenario: Scenario, port: int, threads: int) -> list[str]:
+    config = ["-c", str(PSYCOGREEN_CONFIG)] if scenario.database else []
+    return [str(VENV_BIN / "gunicorn"), scenario.app, "-k", "gevent", "--workers", "1",
+            "--bind", f"{HOST}:{port}", "--log-level", "warning", *config]  # fmt: skip
+
+
+PEER_MODULES = ("granian", "gunicorn", "gevent", "flask", "django", "psycogreen")
+SERVERS: dict[str, Callable[[Scenario, int, int], list[str]]] = {
     "socketify": _ours,
     "granian": _granian,
+    "granian-threads": _granian_threads,
     "gunicorn-gevent": _gunicorn,
 }
+
+
+@dataclass
+class Figures:
+    """What the rounds measured for one server at one connection count."""
+
+    rates: list[float]
+    costs: list[float]  # microseconds of server CPU per request
+    errors: list[int]  # socket errors and non-2xx answers
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -97,56 +132,83 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{', '.join(PEER_PACKAGES)} into load_tests/.venv", file=sys.stderr)  # fmt: skip
             return 2
         setup_peers()
-    run = WrkRun(connections=args.connections, duration=args.duration, cpu=WRK_CPU)
-    warmup = WrkRun(connections=args.connections, duration=2, cpu=WRK_CPU)
+    scenarios = [SCENARIOS[name] for name in args.only or SCENARIOS]
+    if any(scenario.database for scenario in scenarios):
+        _seed_database()
     met = True
-    for scenario in (SCENARIOS[name] for name in args.only or SCENARIOS):
-        print(f"\n{scenario.name}: GET {scenario.path} of {scenario.app}, "
-              f"wrk -t1 -c{args.connections} -d{args.duration}s, {args.rounds} rounds")  # fmt: skip
-        rates: dict[str, list[float]] = {name: [] for name in SERVERS}
-        costs: dict[str, list[float]] = {name: [] for name in SERVERS}
-        for round_number in range(args.rounds):
-            expected = None
-            for name, command in SERVERS.items():
-                port = free_port()
-                argv_ = pinned(command(scenario.app, port), SERVER_CPU)
-                with serve(name, argv_, port) as server:
-                    url = f"http://{HOST}:{port}{scenario.path}"
-                    body = _body(url)
-                    expected = expected or body
-                    if body != expected:
-                        print(f"  {name} sends another body: {body[:80]!r}", file=sys.stderr)
-                    warmup.run(url)
-                    cpu_before = _group_cpu(server.pid)
-                    result = run.run(url)
-                    cost = (_group_cpu(server.pid) - cpu_before) / result.requests * 1e6
-                    rates[name].append(result.requests_per_sec)
-                    costs[name].append(cost)
-                    print(f"  round {round_number + 1} {name}: {result.requests_per_sec:,.0f} "
-                          f"req/s, {cost:,.0f} us of server CPU per request",
-                          flush=True)  # fmt: skip
-        median_rate = {name: statistics.median(r) for name, r in rates.items()}
-        median_cost = {name: statistics.median(c) for name, c in costs.items()}
-        met = _report(scenario, median_rate, median_cost) and met
+    for scenario in scenarios:
+        for connections in scenario.connections:
+            met = _measure(scenario, connections, args) and met
     return 0 if met else 1
 
 
-def _body(url: str) -> bytes:
+def _seed_database() -> None:
+    """Point $TFB_DATABASE_URL (inherited by the servers) at our schema and seed it."""
+    import os
+
+    from load_tests.tfb import schema
+    from load_tests.tfb.spec import URL_ENV, database_url
+
+    os.environ[URL_ENV] = f"{database_url()[0]}?schema={BENCH_SCHEMA}"
+    schema.seed()
+
+
+def _measure(scenario: Scenario, connections: int, args: argparse.Namespace) -> bool:
+    """Every server on one scenario at one connection count; True when the bars are met."""
+    run = WrkRun(connections=connections, duration=args.duration, cpu=WRK_CPU)
+    warmup = WrkRun(connections=connections, duration=2, cpu=WRK_CPU)
+    print(f"\n{scenario.name}: GET {scenario.path} of {scenario.app}, "
+          f"wrk -t1 -c{connections} -d{args.duration}s, {args.rounds} rounds, "
+          f"granian-threads = --blocking-threads {args.granian_threads}")  # fmt: skip
+    figures = {name: Figures([], [], []) for name in SERVERS}
+    for round_number in range(args.rounds):
+        expected = None
+        for name, command in SERVERS.items():
+            port = free_port()
+            argv = pinned(command(scenario, port, args.granian_threads), SERVER_CPU)
+            with serve(name, argv, port, ready_path=scenario.path) as server:
+                url = f"http://{HOST}:{port}{scenario.path}"
+                status, body = _fetch(url)
+                if scenario.database:
+                    body = str(status).encode()  # random rows: the status must match
+                expected = expected or body
+                if body != expected:
+                    print(f"  {name} sends another body: {body[:80]!r}", file=sys.stderr)
+                warmup.run(url)
+                cpu_before = _group_cpu(server.pid)
+                result = run.run(url)
+                cost = (_group_cpu(server.pid) - cpu_before) / max(result.requests, 1) * 1e6
+                errors = result.socket_errors.total + result.non_2xx
+                figures[name].rates.append(result.requests_per_sec)
+                figures[name].costs.append(cost)
+                figures[name].errors.append(errors)
+                print(f"  round {round_number + 1} {name}: {result.requests_per_sec:,.0f} "
+                      f"req/s, {cost:,.0f} us of server CPU per request, {errors} errors",
+                      flush=True)  # fmt: skip
+    return _report(scenario, figures)
+
+
+def _fetch(url: str) -> tuple[int, bytes]:
     # A JSON body is compared parsed-equal by its bytes without spaces (Django adds one).
     with urllib.request.urlopen(url, timeout=5) as response:
-        return bytes(response.read()).replace(b" ", b"")
+        return response.status, bytes(response.read()).replace(b" ", b"")
 
 
-def _report(scenario: Scenario, rate: dict[str, float], cost: dict[str, float]) -> bool:
-    """Print the medians and our ratios; True when the req/s ratios meet every bar.
+def _report(scenario: Scenario, figures: dict[str, Figures]) -> bool:
+    """Print the medians and our ratios; True when the req/s ratios meet every bar (and, on
+    the database route, no server of ours made an error).
 
     The CPU ratio (their server CPU per request over ours) is printed beside: on a shared
     machine, where the pinned core is not ours alone, it is the steadier estimate of what
     the req/s ratio would be on an idle one.
     """
-    ours = rate["socketify"]
+    rate = {name: statistics.median(f.rates) for name, f in figures.items()}
+    cost = {name: statistics.median(f.costs) for name, f in figures.items()}
+    errors = {name: sum(f.errors) for name, f in figures.items()}
     print("  median: " + ", ".join(f"{name} {r:,.0f} req/s" for name, r in rate.items()))
-    met = True
+    print("  errors: " + ", ".join(f"{name} {n}" for name, n in errors.items()))
+    met = not (scenario.database and errors["socketify"])
+    ours = rate["socketify"]
     for peer, bar in scenario.bars.items():
         ratio = ours / rate[peer] if rate[peer] else float("inf")
         cpu_ratio = cost[peer] / cost["socketify"] if cost["socketify"] else float("inf")
@@ -166,8 +228,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=int, default=8, help="wrk seconds per measurement")
-    parser.add_argument("--connections", type=int, default=50)
     parser.add_argument("--only", nargs="+", choices=sorted(SCENARIOS))
+    parser.add_argument("--granian-threads", type=int, default=GRANIAN_THREADS,
+                        help="Granian's --blocking-threads for its second run")  # fmt: skip
     parser.add_argument("--setup", action="store_true", help="install missing peers first")
     return parser.parse_args(argv)
 

@@ -879,7 +879,11 @@ def hot_session(short: bool) -> Figure:
         raise CouldNotRun("wrk is not on PATH (Debian/Ubuntu: apt-get install wrk)")
     seconds = 2 if short else 8
     port = free_port()
-    env = [f"SOCKETIFY_STATE_TABLE_MB={HOT_SHORT_TABLE_MB}"] if short else []
+    # What the table cannot hold goes to the master's store (live sessions are never evicted
+    # early), so its size is set here too: that is the master's bound.
+    env = [f"SOCKETIFY_STATE_MASTER_MB={HOT_MASTER_MB[not short]}"]
+    if short:
+        env.append(f"SOCKETIFY_STATE_TABLE_MB={HOT_SHORT_TABLE_MB}")
     argv = ["env", *env, sys.executable, "-m", "socketify.cli", "run", HOT_APP,
             "--workers", "2", "--bind", f"127.0.0.1:{port}"]  # fmt: skip
     with serve("socketify", argv, port) as server:
@@ -901,7 +905,8 @@ def hot_figure(run_: HotRun, short: bool) -> Figure:
     sessions, (before, mid, after) = run_.master_only
     rss = {**run_.rss_kib, "master, no table": [before, mid, after]}
     table_kib = (HOT_SHORT_TABLE_MB if short else 102) << 10  # pages every worker may touch
-    store_kib = {"master": 0, "master, no table": 2 * HOT_MASTER_MB[not short] << 10}
+    master_kib = 2 * HOT_MASTER_MB[not short] << 10  # its store, and what Python keeps beside
+    store_kib = {"master": master_kib, "master, no table": master_kib}
     growing = [
         name
         for name, (before, mid, after) in rss.items()

@@ -158,6 +158,11 @@ def _run_parser() -> Parser:
         "else 127.0.0.0/8,::1); others are closed",
     )
     add(
+        "--factory",
+        action="store_true",
+        help="APP names a factory: call it, without arguments, for the app",
+    )
+    add(
         "--wsgi",
         action="store_true",
         help="APP is a WSGI application (default: detected by its signature)",
@@ -329,11 +334,11 @@ def run(options: argparse.Namespace) -> int:
             raise UsageError(f"--root-path must start with '/': {options.root_path}")
         wsgi = WsgiOptions(options.wsgi, options.root_path, options.trust_proxy)
         if options.preload or options.workers == 0:
-            app = load_app(options.app, wsgi)
+            app = load_app(options.app, wsgi, options.factory)
             settings = app.settings
         else:
             _check_importable(options.app)
-            app, settings = None, _probe_settings(options.app, wsgi)
+            app, settings = None, _probe_settings(options.app, wsgi, options.factory)
         if tls is None and not settings.tls:
             # The environment only stands in for an app without TLS of its own: replacing
             # the app's options would silently drop its SNI certificates or its mTLS.
@@ -352,6 +357,7 @@ def run(options: argparse.Namespace) -> int:
             proxy_protocol=options.proxy_protocol,
             proxy_allow=_proxy_allow(options.proxy_allow),
             wsgi=wsgi,
+            factory=options.factory,
         )
         tls = tls or (app.settings.tls if app is not None else None)
         if tls is not None:
@@ -416,7 +422,8 @@ def _load_error(spec: str, message: str) -> None:
     """One line saying what failed, one saying what APP may be."""
     print(f"error: cannot load app {spec!r}: {message}", file=sys.stderr)
     print(
-        "hint: APP is module:attribute, imported from the current folder "
+        "hint: APP is module, module:attribute or module:factory(args), imported from the "
+        "current folder "
         "(`socketify run --help` lists what it may name)",
         file=sys.stderr,
     )
@@ -430,8 +437,11 @@ class _ProbeFailed(Exception):
         self.status = status
 
 
-def _probe_settings(spec: str, wsgi: Any) -> SimpleNamespace:
-    """The Server's own options, read by importing APP in a throwaway interpreter."""
+def _probe_settings(spec: str, wsgi: Any, factory: bool) -> SimpleNamespace:
+    """The Server's own options, read by importing APP in a throwaway interpreter.
+
+    Its warnings are not shown: each worker imports APP again and shows them there.
+    """
     import dataclasses
     import json
     import subprocess
@@ -441,14 +451,15 @@ def _probe_settings(spec: str, wsgi: Any) -> SimpleNamespace:
     code = (
         "import json, sys\n"
         "from socketify.server.app_worker import WsgiOptions, probe_app\n"
-        "probe_app(sys.argv[1], WsgiOptions(**json.loads(sys.argv[2])))"
+        "probe_app(sys.argv[1], WsgiOptions(**json.loads(sys.argv[2])), sys.argv[3] == '1')"
     )
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])),
     }
+    arguments = [spec, json.dumps(dataclasses.asdict(wsgi)), "1" if factory else "0"]
     result = subprocess.run(
-        [sys.executable, "-c", code, spec, json.dumps(dataclasses.asdict(wsgi))],
+        [sys.executable, "-W", "ignore", "-c", code, *arguments],
         stdout=subprocess.PIPE,
         env=env,
         check=False,
@@ -466,7 +477,7 @@ def _check_importable(spec: str) -> None:
     """Fail fast, in one line, on an APP whose module does not exist (without importing it)."""
     module = spec.partition(":")[0]
     if not module:
-        raise ModuleNotFoundError(f"invalid app {spec!r}: expected module:attribute")
+        raise ModuleNotFoundError(f"invalid app {spec!r}: expected module or module:name")
     if "" not in sys.path:
         sys.path.insert(0, "")
     if importlib.util.find_spec(module) is None:

@@ -84,7 +84,7 @@ def generate(
     if workers is not None:
         command += ["--workers", str(workers)]
     command += ["--graceful-timeout", f"{graceful_timeout:g}"]
-    command += run_options  # how a WSGI app is served: --wsgi, --root-path, --trust-proxy
+    command += run_options  # how the app is made and served: --factory, --wsgi, --root-path...
     if not socket:
         for spec in specs:
             command += ["--bind", spec]
@@ -328,6 +328,7 @@ def _parser() -> Parser:
         metavar="DIR",
         help="write the units into DIR (e.g. /etc/systemd/system) instead of stdout",
     )
+    add("--factory", action="store_true", help="passed to `socketify run`: APP is a factory")
     add("--wsgi", action="store_true", help="passed to `socketify run`: APP is a WSGI app")
     add("--root-path", metavar="PATH", help="passed to `socketify run`: a WSGI app's SCRIPT_NAME")
     add(
@@ -376,8 +377,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _wsgi_options(options: argparse.Namespace) -> list[str]:
-    """The `socketify run` options that say how a WSGI app is served."""
-    found = ["--wsgi"] if options.wsgi else []
+    """The `socketify run` options that say how the app is made and a WSGI app served."""
+    found = ["--factory"] if options.factory else []
+    if options.wsgi:
+        found.append("--wsgi")
     if options.root_path:
         found += ["--root-path", options.root_path]
     if options.trust_proxy:

@@ -38,7 +38,7 @@ GEVENT_AT_IMPORT_OUTSIDE_SERVER = {
 }
 # Packages whose functions may import gevent when they run (a pool that waits cooperatively,
 # a green database driver); everything else (protocol, core, app, cli...) never does.
-GEVENT_WHEN_RUN = ("server", "realtime", "state", "db", "middleware", "testing")
+GEVENT_WHEN_RUN = ("server", "realtime", "state", "db", "drivers", "middleware", "testing")
 
 
 @dataclass(frozen=True)

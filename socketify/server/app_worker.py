@@ -7,10 +7,13 @@ serving modules are imported inside the function, in the worker, after monkey-pa
 from __future__ import annotations
 
 import contextlib
-import importlib
+import gc
 import sys
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from socketify.server.app_target import AppLoadError, AppTarget, find_app, import_module
 
 if TYPE_CHECKING:
     from socketify.core.application import Application
@@ -23,10 +26,6 @@ if TYPE_CHECKING:
     from socketify.tcp.bundle import Bundle
     from socketify.tcp.service import Service
     from workers.supervise.context import WorkerContext
-
-
-class AppLoadError(Exception):
-    """The APP argument names neither a Server, a WSGI application nor a TCP service."""
 
 
 class _AppImport:
@@ -56,13 +55,15 @@ class WsgiOptions:
     trust_proxy: bool = False
 
 
-def load_app(spec: str, wsgi: WsgiOptions | None = None) -> Application | Service | Bundle:
-    """Import `module:attribute` (attribute defaults to `server`): a Server, a tcp.Service,
-    or a tcp.Bundle of both.
+def load_app(
+    spec: str, wsgi: WsgiOptions | None = None, factory: bool = False
+) -> Application | Service | Bundle:
+    """Import the app `spec` names (see `app_target`): a Server, a tcp.Service, or a
+    tcp.Bundle of both.
 
     A WSGI application (detected by its `(environ, start_response)` signature, or any
     callable with `--wsgi`) is served at "/" by a Server of its own; a callable taking no
-    arguments is a factory of any of them.
+    arguments is a factory of any of them, as is the target with `factory` (`--factory`).
     """
     from socketify.core.application import Application
     from socketify.tcp.bundle import Bundle
@@ -71,29 +72,18 @@ def load_app(spec: str, wsgi: WsgiOptions | None = None) -> Application | Servic
 
     wsgi = wsgi or WsgiOptions()
     served = (Application, Service, Bundle)
-
-    module_name, _, attribute = spec.partition(":")
-    attribute = attribute or "server"
-    if not module_name:
-        raise AppLoadError(f"invalid app {spec!r}: expected module:attribute")
-    if "" not in sys.path and "." not in sys.path:
-        sys.path.insert(0, "")  # like `python -m`: the working directory is importable
+    target = AppTarget.parse(spec)
     _app_import.active = True
     try:
-        module = importlib.import_module(module_name)
+        module = import_module(target.module)
     finally:
         _app_import.active = False
-    app: Any = module
-    for part in attribute.split("."):
-        try:
-            app = getattr(app, part)
-        except AttributeError:
-            raise AppLoadError(f"module {module_name!r} has no attribute {attribute!r}") from None
+    app: Any = find_app(module, target, factory)
     if isinstance(app, served):
         return app
     if looks_like_wsgi(app) or (wsgi.forced and callable(app)):
         return _wsgi_server(app, wsgi)
-    if callable(app):
+    if callable(app) and target.args is None and not factory:
         app = app()  # an app factory
     if isinstance(app, served):
         return app
@@ -106,12 +96,20 @@ def load_app(spec: str, wsgi: WsgiOptions | None = None) -> Application | Servic
 
 
 def _wsgi_server(app: Any, wsgi: WsgiOptions) -> Application:
-    """A server whose every route is the WSGI `app`; it compresses nothing, as gunicorn."""
-    from socketify.core.application import Application
-    from socketify.wsgi import WsgiHandler
+    """A server that is the WSGI `app`; it compresses nothing, as gunicorn.
 
+    The app answers every request from a global middleware hook, ahead of a routing that
+    has nothing to route: a request costs no route lookup.
+    """
+    from socketify.core.application import Application
+    from socketify.core.chain import hooked
+    from socketify.wsgi import WsgiHandler
+    from socketify.wsgi.django_logs import print_django_records_once
+
+    print_django_records_once()
     server = Application(trust_proxy=wsgi.trust_proxy, compression=False)
-    server.any("/*wsgi_path", WsgiHandler(app, "", wsgi.root_path))
+    handler = WsgiHandler(app, "", wsgi.root_path)
+    server.use(hooked(before=handler.answer_all, name="wsgi"))
     return server
 
 
@@ -134,7 +132,7 @@ _PROBED = (
 )
 
 
-def probe_app(spec: str, wsgi: WsgiOptions | None = None) -> None:
+def probe_app(spec: str, wsgi: WsgiOptions | None = None, factory: bool = False) -> None:
     """Entry point run in a throwaway interpreter: print the app's master-side settings.
 
     The master must not import the app itself (forked workers would inherit the module and
@@ -154,7 +152,7 @@ def probe_app(spec: str, wsgi: WsgiOptions | None = None) -> None:
         # stdout carries the answer: what the module prints while it loads (a banner, a
         # line after a module-level `app.run()`) goes to stderr.
         with contextlib.redirect_stdout(sys.stderr):
-            app = load_app(spec, wsgi)
+            app = load_app(spec, wsgi, factory)
         if app.settings.tls is not None:
             app.settings.tls.build_context()
         ProxyIntake.build(app.settings.proxy_protocol, app.settings.proxy_allow)
@@ -251,6 +249,7 @@ class ServeApp:
     says which binds serve plain HTTP beside it (`--bind http://...`, see server.schemes);
     `access_log_format` ("dev", "common" or "json") logs every request from the command line;
     `http2=False` turns HTTP/2 off (`--no-http2`); `wsgi` says how a WSGI app is served;
+    `factory=True` calls the target to make the app (`--factory`);
     `proxy_protocol=True` makes every bind expect a PROXY protocol header
     (`--proxy-protocol`), from the networks in `proxy_allow` (`--proxy-allow`, else the app's
     own `proxy_allow`); `metrics` makes each worker record into the master's tally.
@@ -267,11 +266,13 @@ class ServeApp:
         proxy_protocol: bool = False,
         proxy_allow: tuple[str, ...] | None = None,
         wsgi: WsgiOptions | None = None,
+        factory: bool = False,
         metrics: WorkerMetrics | None = None,
     ) -> None:
         self.app = app
         self.metrics = metrics
         self.wsgi = wsgi
+        self.factory = factory
         self.tls = tls
         self.plan = plan
         self.access_log_format = access_log_format
@@ -296,12 +297,28 @@ class ServeApp:
     def __call__(self, ctx: WorkerContext) -> None:
         import gevent
 
+        from socketify.drivers import make_cooperative, warn_blocking
         from socketify.server.metrics_sampler import sample_forever
         from socketify.tcp.bundle import Bundle
         from socketify.tcp.service import Service
         from socketify.tracing.setup import start as start_tracing
 
-        app = load_app(self.app, self.wsgi) if isinstance(self.app, str) else self.app
+        make_cooperative()  # before the app imports its drivers
+        first = ctx.worker_id == 0
+        with warnings.catch_warnings():
+            if not first:
+                # Every worker imports the same code: worker 0 shows what it warns about.
+                warnings.simplefilter("ignore")
+            app = (
+                load_app(self.app, self.wsgi, self.factory)
+                if isinstance(self.app, str)
+                else self.app
+            )
+        if first:
+            warn_blocking()  # once per start, not once per worker
+        # What the app's import made lives as long as the worker: out of the collector's
+        # sight, a full collection scans only what requests made, not every module's objects.
+        gc.freeze()
         if self.access_log_format and not isinstance(app, Service):
             add_access_log(app.http if isinstance(app, Bundle) else app, self.access_log_format)
         recorder = self.metrics.start(app, ctx.record) if self.metrics is not None else None

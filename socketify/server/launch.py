@@ -82,6 +82,11 @@ class InProcessRunner:
         import gevent
         import gevent.event
 
+        from socketify.drivers import make_cooperative, warn_blocking
+
+        make_cooperative()
+        warn_blocking()
+
         from socketify.server.app_worker import services_for_target
         from socketify.server.proxy_intake import ProxyIntake
         from workers.supervise.listeners import Listeners

@@ -67,6 +67,12 @@ def parse_status(status: object) -> int:
     return int(code)
 
 
+# PERF: an app sends a handful of status lines; each is parsed once (a lookup after that).
+# Bounded: a full table starts over. Its values are ints: nothing in it can change.
+_STATUS_CODES: dict[str, int] = {}
+_STATUS_CODES_KEPT = 256
+
+
 class Answer:
     """`start_response` and `write` for one request, and the app's result into `res`."""
 
@@ -95,7 +101,12 @@ class Answer:
                 exc_info = None  # no reference cycle through the traceback
         elif self._status is not None:
             raise RuntimeError("start_response was called twice without exc_info")
-        code = parse_status(status)
+        code = _STATUS_CODES.get(status) if status.__class__ is str else None
+        if code is None:
+            code = parse_status(status)
+            if len(_STATUS_CODES) >= _STATUS_CODES_KEPT:
+                _STATUS_CODES.clear()
+            _STATUS_CODES[status] = code
         if headers.__class__ is not list:
             raise TypeError(f"WSGI headers must be a list, not {type(headers).__name__}")
         self._status = code

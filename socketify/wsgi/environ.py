@@ -49,7 +49,7 @@ def _environ_key(name: str) -> str | None:
 class EnvironBuilder:
     """Makes the environ of each request for an app mounted at `mount_path` under `root_path`."""
 
-    __slots__ = ("_keys", "_template", "mount_path", "root_path")
+    __slots__ = ("_hosts", "_keys", "_template", "mount_path", "root_path")
 
     def __init__(self, mount_path: str = "", root_path: str = "") -> None:
         self.mount_path = wsgi_path(mount_path.rstrip("/"))
@@ -66,6 +66,8 @@ class EnvironBuilder:
             "SCRIPT_NAME": self.root_path + self.mount_path,
         }
         self._keys: dict[str, str | None] = {}
+        # PERF: clients name the same few hosts: each (Host, scheme) is split once; immutable.
+        self._hosts: dict[tuple[str, str], tuple[str, str]] = {}
 
     def build(self, req: Request) -> dict[str, Any]:
         """The environ for `req`; its `wsgi.input` reads the body on demand."""
@@ -109,10 +111,21 @@ class EnvironBuilder:
             environ["REMOTE_ADDR"] = req.remote_addr
             scheme = environ["wsgi.url_scheme"] = req.scheme
             host = environ.get("HTTP_HOST", "")
-        name, port = _split_host(host)
-        environ["SERVER_NAME"] = name or "localhost"
-        environ["SERVER_PORT"] = port or _DEFAULT_PORTS.get(scheme, "80")
+        hosts = self._hosts
+        server = hosts.get((host, scheme))
+        if server is None:
+            server = _server_name_and_port(host, scheme)
+            if len(hosts) >= _NAMES_KEPT:
+                hosts.clear()
+            hosts[host, scheme] = server
+        environ["SERVER_NAME"], environ["SERVER_PORT"] = server
         return environ
+
+
+def _server_name_and_port(host: str, scheme: str) -> tuple[str, str]:
+    """SERVER_NAME and SERVER_PORT for a Host header: ("localhost", "80") for none."""
+    name, port = _split_host(host)
+    return name or "localhost", port or _DEFAULT_PORTS.get(scheme, "80")
 
 
 def _split_host(host: str) -> tuple[str, str]:

@@ -2,7 +2,8 @@
 
 `server.mount(prefix, app)` routes every method under `prefix` to one of these, so the
 server's own middleware runs first and the WSGI app answers what reaches it; `socketify run`
-serves a WSGI app the same way, mounted at "/". The app runs inline in the request's
+serves a WSGI app with a server that is only the app: `answer_all` answers every request as
+a global middleware hook, with no routing. The app runs inline in the request's
 greenlet, as any handler does: its blocking calls (the body it reads, its database, its
 outgoing HTTP) park only that greenlet.
 """
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["WsgiApp", "WsgiHandler", "looks_like_wsgi"]
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+WHOLE_APP_ROUTE = "/*wsgi_path"  # the pattern a mount at "/" would have
 
 
 class WsgiHandler:
@@ -39,6 +41,13 @@ class WsgiHandler:
     def __call__(self, req: Request, res: Response) -> None:
         answer = Answer(res)
         answer.respond(self.app(self.environ.build(req), answer.start_response))
+
+    def answer_all(self, req: Request, res: Response) -> bool:
+        """Answer `req`; False ends the chain, as the `before` hook of a server that is only
+        this app (see `socketify.core.chain.hooked`)."""
+        req.route = WHOLE_APP_ROUTE  # what metrics and traces name these requests by
+        self(req, res)
+        return False
 
     def __repr__(self) -> str:
         return f"<WsgiHandler {self.app!r} at {self.environ.mount_path or '/'}>"

@@ -209,8 +209,9 @@ def test_a_load_error_is_one_line_and_a_hint() -> None:
     error, hint = result.stderr.splitlines()
     assert error == (
         "error: cannot load app 'json:nothing': module 'json' has no attribute 'nothing'"
+        " (it has: detect_encoding, dump, dumps, load, loads)"
     )
-    assert hint.startswith("hint: APP is module:attribute")
+    assert hint.startswith("hint: APP is module, module:attribute or module:factory(args)")
 
 
 @pytest.fixture

@@ -151,9 +151,17 @@ def test_what_cannot_be_served_is_said_in_one_line(
 
 def test_a_systemd_unit_passes_the_wsgi_options_on() -> None:
     result = run_cli(
-        "systemd-unit", "legacy_app:app", "--wsgi", "--root-path", "/shop", "--trust-proxy"
+        "systemd-unit",
+        "legacy_app:app",
+        "--factory",
+        "--wsgi",
+        "--root-path",
+        "/shop",
+        "--trust-proxy",
     )
     assert result.returncode == 0, result.stderr
     exec_start = next(line for line in result.stdout.splitlines() if line.startswith("ExecStart="))
     assert "run legacy_app:app" in exec_start
-    assert exec_start.endswith("--wsgi --root-path /shop --trust-proxy --bind 127.0.0.1:8080")
+    assert exec_start.endswith(
+        "--factory --wsgi --root-path /shop --trust-proxy --bind 127.0.0.1:8080"
+    )

@@ -9,7 +9,8 @@ from pony.orm.dbproviders.postgres import PGProvider
 
 from socketify.db.pool import BoundedPool
 from socketify.db.providers.base import PonyRecipe, Pooled
-from socketify.db.providers.pg_green import GreenConnection, close_watchers, cooperate_with_gevent
+from socketify.db.providers.pg_green import GreenConnection, close_watchers
+from socketify.drivers import cooperate_with_gevent
 
 __all__ = ["SCHEMA", "PostgresRecipe", "Provider"]
 
