@@ -56,7 +56,7 @@ OPTIONAL_FEATURES = (
     ("Redis", "redis"),
     ("Mongo", "pymongo"),
     ("Templates", "jinja2"),
-    ("HTTP/2", "h2"),
+    ("HTTP/2", "socketify.protocol.http2"),  # our own codec: always there
     ("Metrics", "prometheus_client"),
     ("Tracing", "opentelemetry.sdk"),
 )
@@ -613,10 +613,7 @@ def _count(number: int, noun: str) -> str:
 def _where(addresses: list[Any], tls: bool, plan: Any, http2: bool = False) -> str:
     """The bound addresses as URLs, each with its own scheme (see server.schemes) and the
     protocols it speaks: `https://127.0.0.1:8443 (h2, http/1.1)`."""
-    from socketify.core.options import http2_available
     from workers.supervise.sockets import format_address
-
-    http2 = http2 and http2_available()
 
     def scheme(address: Any) -> str:
         return "https" if tls and not (plan is not None and plan.is_plain(address)) else "http"

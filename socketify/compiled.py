@@ -14,10 +14,15 @@ import importlib.machinery
 __all__ = ["HOT_MODULES", "compiled_modules"]
 
 # The modules a /ping request spends most of its user-space time in, found by profiling the
-# worker: the serve loop of a connection, the HTTP/1.1 parser and serializer, and the glue
-# between them and the request and response objects. Everything else runs as Python in both
-# builds (the public objects too, whose callers may pass any type a Python function accepts).
+# worker: the serve loop of a connection, the HTTP/1.1 parser and serializer with the field
+# checks and the Date clock they share with HTTP/2, and the glue between them and the request
+# and response objects. Everything else runs as Python in both builds (the public objects
+# too, whose callers may pass any type a Python function accepts).
 HOT_MODULES: tuple[str, ...] = (
+    "socketify/protocol/http/dates.py",
+    "socketify/protocol/http/fields.py",
+    "socketify/protocol/http/grammar.py",
+    "socketify/protocol/http/status.py",
     "socketify/protocol/http11/chunked.py",
     "socketify/protocol/http11/connection.py",
     "socketify/protocol/http11/events.py",
@@ -26,7 +31,6 @@ HOT_MODULES: tuple[str, ...] = (
     "socketify/protocol/http11/serializer.py",
     "socketify/protocol/http11/status.py",
     "socketify/protocol/http11/target.py",
-    "socketify/protocol/http11/trailers.py",
     "socketify/server/connection.py",
     "socketify/server/exchange.py",
 )

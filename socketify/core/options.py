@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import ipaddress
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
-__all__ = ["ServerOptions", "checked_proxy_options", "http2_available"]
+__all__ = ["ServerOptions", "checked_proxy_options"]
 
 _POSITIVE_SECONDS = (
     "header_timeout",
@@ -67,7 +65,7 @@ class ServerOptions:
     max_requests: int = 0
     max_requests_jitter: int = 0
     backlog: int = 2048
-    # HTTP/2 (needs the h2 package): over TLS when ALPN picks it, and as cleartext h2c for
+    # HTTP/2: over TLS when ALPN picks it, and as cleartext h2c for
     # clients that start with the HTTP/2 preface. The header list is bounded by
     # max_header_size, the body by max_body_size, as for HTTP/1.1.
     http2: bool = True
@@ -144,9 +142,3 @@ def checked_proxy_options(protocol: Any, allow: Any) -> tuple[Any, tuple[str, ..
         except ValueError:
             raise ValueError(f"proxy_allow: {network!r} is not a network") from None
     return binds, tuple(networks)
-
-
-@cache
-def http2_available() -> bool:
-    """Whether this installation can serve HTTP/2: the `h2` package, a dependency."""
-    return importlib.util.find_spec("h2") is not None

@@ -328,7 +328,7 @@ class Request:
         the body first (as `body` does) when nothing has read it yet; while `iter_body()`
         is still under way they are not there yet, and asking raises RuntimeError. Fields a
         trailer must not carry (framing, routing, authentication, `Content-*`...: see
-        `socketify.protocol.http11.trailers`) are dropped on both protocols.
+        `socketify.protocol.http.trailers`) are dropped on both protocols.
         """
         stream = self._stream
         if stream is None:

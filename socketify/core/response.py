@@ -37,9 +37,9 @@ import orjson
 from socketify.core.cookies import build_set_cookie, expired_cookie
 from socketify.core.headers import Headers, content_disposition
 from socketify.core.mime import DEFAULT_TYPE, guess_type
+from socketify.protocol.http.trailers import trailer_field
 from socketify.protocol.http11.serializer import HeaderField, check_header_value, header_field
 from socketify.protocol.http11.status import NO_BODY_STATUSES, reason
-from socketify.protocol.http11.trailers import trailer_field
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
@@ -355,7 +355,7 @@ class Response:
         file), none on the wire (HEAD, 204, 304) or to an HTTP/1.0 client drops them.
 
         ValueError for a name a trailer must not carry (framing, routing, authentication,
-        `Content-*`...; see `socketify.protocol.http11.trailers`) or an unsafe value;
+        `Content-*`...; see `socketify.protocol.http.trailers`) or an unsafe value;
         RuntimeError when this answer already has a buffered or file body.
         """
         field = trailer_field(name, value)

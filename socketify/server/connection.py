@@ -527,7 +527,7 @@ class Connection:
             out.clear()
             self.send(data)
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes | memoryview) -> None:
         """Write all of `data`, parking this greenlet while the kernel's buffer is full."""
         sock = self.sock
         try:

@@ -333,9 +333,9 @@ class Stream:
             piece = rest[:SEND_CHUNK]
             sent = proto.send_data(sid, piece, end and len(piece) == len(rest))
             if sent == SEND_CHUNK:
-                # A full chunk goes to the socket now, not at the end of the loop turn: h2
-                # would otherwise hold a large body framed whole in one buffer, copied as it
-                # grows, and the backlog bound below would see it only once all was framed.
+                # A full chunk goes to the socket now, not at the end of the loop turn: the
+                # protocol would otherwise hold a large body's frames until then, and the
+                # backlog bound below would see them only once all was framed.
                 session.flush()
             else:
                 session.schedule_flush()

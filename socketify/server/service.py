@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import gevent
 
-from socketify.core.options import http2_available
 from socketify.server import green_asyncio
 from socketify.server.acceptor import Acceptor
 from socketify.server.connection import IDLE, Connection
@@ -62,12 +61,12 @@ class HttpService:
         # PERF: bound here so the connection makes one call, not two.
         self.request_done: Callable[[], Any] = on_request or _count_nothing
         self._sweeper: Any = None
-        # HTTP/2 when the options ask for it and h2 is installed: ALPN over TLS, the
-        # preface on cleartext (the connection checks its first bytes).
+        # HTTP/2 when the options ask for it: ALPN over TLS, the preface on cleartext (the
+        # connection checks its first bytes).
         # `http2=False` is the command line's `--no-http2`, over the app's own option.
-        self.http2 = http2 and self.options.http2 and http2_available()
+        self.http2 = http2 and self.options.http2
         # What a connection that speaks HTTP/2 is handed to; imported now, not on the first
-        # HTTP/2 client (h2 takes a while to import), and only when HTTP/2 is on.
+        # HTTP/2 client, and only when HTTP/2 is on.
         self.http2_session: Callable[[Connection], Any] | None = None
         if self.http2:
             from socketify.server.http2 import Http2Session

@@ -639,3 +639,48 @@ def test_an_undecodable_header_block_is_a_compression_error() -> None:
     assert (end.error_code, end.by_peer) == (COMPRESSION_ERROR, False)
     goaway = of(h2.events.ConnectionTerminated, pair.to_client())
     assert goaway[0].error_code == COMPRESSION_ERROR
+
+
+def test_a_window_made_negative_by_settings_sends_nothing_until_it_opens() -> None:
+    pair = Pair()
+    sid = pair.request()
+    pair.to_server()
+    pair.client.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 10})
+    pair.to_server()
+    pair.server.start_response(sid, 200, (), length=30)
+    assert pair.server.send_data(sid, b"a" * 10) == 10
+    pair.client.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+    pair.to_server()
+    assert pair.server.window(sid) == -10
+    assert pair.server.send_data(sid, b"b" * 20, end_stream=True) == 0
+    pair.client.increment_flow_control_window(30, stream_id=sid)
+    pair.to_server()
+    assert pair.server.send_data(sid, b"b" * 20, end_stream=True) == 20
+    data = of(h2.events.DataReceived, pair.to_client())
+    assert b"".join(event.data for event in data) == b"a" * 10 + b"b" * 20
+
+
+def test_streams_left_draining_are_bounded_by_the_stream_limit() -> None:
+    pair = Pair(Http2Limits(max_concurrent_streams=2))
+    pair.client.remote_settings = h2.settings.Settings(client=False)  # the client keeps no count
+    reset = []
+    for _ in range(6):
+        sid = pair.request([(":method", "POST"), *GET[1:], ("content-length", "10")], end=False)
+        pair.to_server()
+        pair.server.start_response(sid, 200, (), length=0, end_stream=True)
+        pair.server.finished(sid, drain=True)  # the client never sends the rest
+        reset += [e.stream_id for e in of(h2.events.StreamReset, pair.to_client())]
+    assert len(reset) >= 3  # past the limit, the rest is refused, not waited for
+
+
+def test_a_repeated_request_gets_the_same_immutable_head() -> None:
+    pair = Pair()
+    heads = []
+    for _ in range(3):
+        pair.request()
+        (opened,) = of(RequestOpened, pair.to_server())
+        heads.append(opened.head)
+    assert heads[1] is heads[2] and heads[0].target == heads[2].target == "/a?b=1"
+    pair.request([*GET, ("x-other", "1")])
+    (other,) = of(RequestOpened, pair.to_server())
+    assert other.head is not heads[2] and other.head.names["x-other"] == "1"

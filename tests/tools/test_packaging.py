@@ -32,7 +32,13 @@ def index(req, res):
 # The Pythons besides the one running the suite that a smoke subset runs on (pyenv's).
 OTHER_PYTHONS = ("3.12", "3.13")
 SMOKE_SUITES = ("tests/protocol", "tests/core")
-SMOKE_TOOLS = ("pytest", "pytest-timeout", "hypothesis", "requests")
+SMOKE_TOOLS = (
+    "pytest",
+    "pytest-timeout",
+    "hypothesis",
+    "requests",
+    "h2",
+)  # h2: the reference client
 
 
 def _clean_environment() -> dict[str, str]:
@@ -78,6 +84,9 @@ def test_the_wheel_installs_into_a_fresh_virtualenv_and_serves_hello_world(
     info = _run([str(bin_dir / "socketify"), "--info"]).stdout
     assert f"Distribution: socketify-gevent ({tmp_path / 'venv'}" in info  # not the checkout
     assert "HTTP/2: yes" in info
+    # HTTP/2 is our own codec: the h2 library is a test tool, never installed with the wheel.
+    no_h2 = "import importlib.util, sys; sys.exit(importlib.util.find_spec('h2') is not None)"
+    _run([str(bin_dir / "python"), "-c", no_h2])
     app = tmp_path / "app"
     app.mkdir()
     (app / "hello.py").write_text(HELLO)

@@ -1,7 +1,17 @@
-"""HTTP/1.1, sans-IO: bytes in, events out; responses in, bytes out. Imports only the stdlib."""
+"""HTTP/1.1, sans-IO: bytes in, events out; responses in, bytes out. Imports only the stdlib.
+
+Request heads, header fields, the Date clock, status phrases and trailer rules are HTTP's,
+shared with HTTP/2 (`socketify.protocol.http`); they are re-exported here for callers that
+speak HTTP/1.1.
+"""
 
 from __future__ import annotations
 
+from socketify.protocol.http.trailers import (
+    FORBIDDEN_TRAILERS,
+    is_forbidden_trailer,
+    trailer_field,
+)
 from socketify.protocol.http11.connection import (
     CONTINUE,
     Framing,
@@ -29,11 +39,6 @@ from socketify.protocol.http11.serializer import (
     serialize_head,
 )
 from socketify.protocol.http11.status import NO_BODY_STATUSES, reason, status_line
-from socketify.protocol.http11.trailers import (
-    FORBIDDEN_TRAILERS,
-    is_forbidden_trailer,
-    trailer_field,
-)
 
 __all__ = [
     "CLOSED",

@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Final
 
+from socketify.protocol.http.trailers import is_forbidden_trailer
 from socketify.protocol.http11.events import END_OF_MESSAGE, NEED_DATA, ParseError, Sentinel
 from socketify.protocol.http11.grammar import CHUNK_EXTENSIONS, FIELD_VALUE, TOKEN
-from socketify.protocol.http11.trailers import is_forbidden_trailer
 
 if TYPE_CHECKING:
     from socketify.protocol.http11.parser import RequestParser

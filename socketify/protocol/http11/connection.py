@@ -38,12 +38,11 @@ from time import time as _time
 from socketify.protocol.http11.events import RequestHead, Sentinel
 from socketify.protocol.http11.parser import RequestParser
 from socketify.protocol.http11.serializer import (
+    DATE_CLOCK,
     SERVER_NAME,
-    DateLines,
     HeaderField,
     encode_chunk,
     error_response,
-    http_date,
 )
 from socketify.protocol.http11.status import NO_BODY_STATUSES, STATUS_LINES, status_line
 
@@ -53,7 +52,6 @@ CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _FRAMING_FIELDS = frozenset({"content-length", "transfer-encoding"})
 # Fields that are not just copied: the framing ones (refused), Connection, Date and Server.
 _NOT_PLAIN = _FRAMING_FIELDS | {"connection", "date", "server"}
-_DATE = DateLines()
 
 
 class LocalProtocolError(Exception):
@@ -316,9 +314,9 @@ def _frame(
     Connection lines with the blank line, body framing, keep-alive)."""
     start = STATUS_LINES.get(status) or status_line(status)
     if not own:
-        start += _DATE.get()
+        start += DATE_CLOCK.get()
     elif "date" not in own:
-        start += f"Date: {http_date()}\r\n"
+        start += f"Date: {DATE_CLOCK.get_date()}\r\n"
     elif "server" not in own:
         start += f"Server: {SERVER_NAME}\r\n"
     end = ""

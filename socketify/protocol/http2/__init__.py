@@ -1,6 +1,6 @@
-"""HTTP/2, sans-IO, on the h2 library: bytes in, events out; answers in, bytes out.
+"""HTTP/2, sans-IO, for the server side: bytes in, events out; answers in, bytes out.
 
-Imports only the standard library, h2 (with hpack and hyperframe) and the protocol-neutral
+Our own frame and HPACK codec: imports only the standard library and the protocol-neutral
 parts of `socketify.protocol.http11`; nothing here knows about sockets or greenlets.
 """
 

@@ -1,15 +1,15 @@
 """What an HTTP/2 client did, as `Http2ServerConnection.receive_data` reports it.
 
 Each event is an immutable value naming its stream; the owner (a socket greenlet, or a test)
-acts on them in order. h2's own events stay inside the connection: these carry only what the
-server needs, in the terms the rest of the server already speaks (`RequestHead`).
+acts on them in order. They carry only what the server needs, in the terms the rest of the
+server already speaks (`RequestHead`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from socketify.protocol.http11.events import RequestHead
+from socketify.protocol.http.heads import RequestHead
 
 __all__ = [
     "BodyData",

@@ -6,8 +6,8 @@ reset). Others are only work for us and carry nothing a request needs: PRIORITY 
 schedule by it), WINDOW_UPDATE beyond what our own DATA frames call for, DATA frames with
 no payload that do not end their stream, and frame types HTTP/2 does not define (which a
 receiver must skip). A connection pouring in any of these at a few MB/s would keep its worker
-busy with nothing else. Each kind is counted from the frame headers, before the frames are
-parsed, in one-second windows against its budget (`FLOOD_BUDGETS`, `FrameBudgets`); a client
+busy with nothing else. Each kind is counted as its frames arrive (`FrameReader`), before
+any is handled, in one-second windows against its budget (`FLOOD_BUDGETS`, `FrameBudgets`); a client
 over a budget is told GOAWAY ENHANCE_YOUR_CALM and dropped, as nginx and Go's server do. The
 budgets are far above what any browser or client library sends: they cap floods, not use.
 Acknowledgements (SETTINGS and PING with the ACK flag) answer frames of ours and are free.

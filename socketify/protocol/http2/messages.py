@@ -7,7 +7,7 @@ the same `RequestHead` an HTTP/1.1 request line and header section make, so ever
 the wire stays protocol-neutral; a malformed request is a `BadRequest`, which resets only its
 own stream. `trailer_fields` checks a request's trailers as strictly (a pseudo-header or a
 connection-specific field resets the stream) and drops the fields no trailer may carry, as
-HTTP/1.1 does (`socketify.protocol.http11.trailers`). `response_headers` does the reverse
+HTTP/1.1 does (`socketify.protocol.http.trailers`). `response_headers` does the reverse
 for an answer's `HeaderField`s: fields that only mean something to one HTTP/1.1 hop are
 dropped, Date and Server are added as HTTP/1.1 adds them, and the length is stated when known.
 """
@@ -17,12 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from socketify.protocol.http2.hpack_decoder import CONTENT_LENGTH
-from socketify.protocol.http11.events import RequestHead
-from socketify.protocol.http11.serializer import SERVER_NAME, DateLines, HeaderField
-from socketify.protocol.http11.status import NO_BODY_STATUSES
+from socketify.protocol.http.dates import DATE_CLOCK, SERVER_NAME
+from socketify.protocol.http.fields import HeaderField
+from socketify.protocol.http.heads import RequestHead
+from socketify.protocol.http.status import NO_BODY_STATUSES
+from socketify.protocol.http.trailers import is_forbidden_trailer
 from socketify.protocol.http11.target import is_authority
-from socketify.protocol.http11.trailers import is_forbidden_trailer
 
 __all__ = ["HOP_BY_HOP", "BadRequest", "request_head", "response_headers", "trailer_fields"]
 
@@ -31,7 +31,6 @@ VERSION = "HTTP/2.0"
 HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"}
 )
-_DATE = DateLines()
 _SERVER = (b"server", SERVER_NAME.encode("latin-1"))
 # RFC 9113 §8.2.1: names hold no control, space, upper-case, colon or non-ASCII bytes (a
 # pseudo-header's leading colon is looked at first); values no NUL, CR or LF, and no
@@ -48,8 +47,7 @@ class BadRequest(Exception):
 
 def request_head(fields: Iterable[tuple[bytes, bytes]]) -> RequestHead:
     """The `RequestHead` of a request's header list; BadRequest when it is malformed."""
-    # PERF: one pass checks and converts each field; h2's own checks, made in several passes
-    # over the list, are turned off.
+    # PERF: one pass checks and converts each field.
     method = scheme = path = authority = None
     headers: list[tuple[str, str]] = []
     cookies: list[str] = []
@@ -76,7 +74,7 @@ def request_head(fields: Iterable[tuple[bytes, bytes]]) -> RequestHead:
                 raise BadRequest(f"unknown or repeated pseudo-header {name}")
             continue
         regular = True
-        if raw_name == CONTENT_LENGTH:
+        if raw_name == b"content-length":
             length = _content_length(value)
             if content_length is not None and length != content_length:
                 raise BadRequest("conflicting content-length fields")
@@ -135,8 +133,6 @@ def trailer_fields(fields: Iterable[tuple[bytes, bytes]]) -> tuple[tuple[str, st
     """
     trailers = []
     for raw_name, raw_value in fields:
-        if raw_name == CONTENT_LENGTH:
-            raw_name = b"content-length"
         if _bad_name(raw_name) or not raw_name or _bad_value(raw_value):
             raise BadRequest(f"invalid trailer field {raw_name!r}")
         name = raw_name.decode("latin-1")
@@ -172,7 +168,7 @@ def response_headers(
             has_server = True
         out.append((lower.encode("latin-1"), value.encode("latin-1")))
     if not has_date:
-        out.append((b"date", _DATE.get_date().encode("latin-1")))
+        out.append((b"date", DATE_CLOCK.get_date().encode("latin-1")))
     if not has_server:
         out.append(_SERVER)
     if length is not None and status not in NO_BODY_STATUSES:

@@ -17,7 +17,7 @@ stream is reset). Sizes are bounded like a header section (`max_header_size`).
 
 from __future__ import annotations
 
-from socketify.protocol.http11.serializer import HeaderField, header_field
+from socketify.protocol.http.fields import HeaderField, header_field
 
 __all__ = ["FORBIDDEN_TRAILERS", "is_forbidden_trailer", "trailer_field"]
 
