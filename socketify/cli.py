@@ -275,11 +275,13 @@ def _parse_run(args: list[str]) -> argparse.Namespace:
 
 
 def info() -> str:
-    """`--info`: the version, where it was installed from, and the optional features.
+    """`--info`: the version, its distribution, the optional features, the compiled modules.
 
     The import name `socketify` is shared with socketify.py (distribution `socketify`); the
     second line says which distribution this code came from, and warns when both are installed.
     """
+    from socketify.compiled import compiled_modules
+
     lines = [f"Socketify {__version__}", distribution_line()]
     for label, module in OPTIONAL_FEATURES:
         try:
@@ -287,6 +289,8 @@ def info() -> str:
         except ModuleNotFoundError:  # a dotted name whose parent package is missing
             found = False
         lines.append(f"{label}: {'yes' if found else 'no'}")
+    compiled = compiled_modules()
+    lines.append(f"Compiled: {', '.join(compiled) if compiled else 'no (pure Python)'}")
     return "\n".join(lines)
 
 

@@ -47,7 +47,7 @@ class DateLines:
     def _start_second(self, now: float) -> None:
         self.date = http_date(now)
         self.lines = f"Date: {self.date}\r\nServer: {SERVER_NAME}\r\n"
-        self.until = int(now) + 1
+        self.until = float(int(now) + 1)
 
 
 # The one clock of the process: every protocol's answers read their Date from it.

@@ -69,23 +69,28 @@ def check_header_value(value: object) -> str:
 HeaderField = tuple[str, str, str, str]
 
 
-def header_field(name: str, value: str) -> HeaderField:
+def header_field(name: str, value: object) -> HeaderField:
     """The checked `HeaderField` for `name: value` (ValueError if either would split a head).
+
+    A value that is not text is sent as its `str()`, like `check_header_value` does.
 
     PERF: answers repeat the same fields (a Content-Type, `Vary: Origin`, a CORS origin):
     those made lately are handed out again (they are immutable), without the checks and the
     rendering. The memory is bounded: a full one starts over.
     """
-    key = (name, value)
-    field = _FIELDS.get(key) if type(value) is str else None
+    if type(value) is str:
+        text = value
+        field = _FIELDS.get((name, text))
+    else:
+        text, field = check_header_value(value), None
     if field is None:
         lower = check_header_name(name)
-        if type(value) is not str or not (value.isascii() and value.isprintable()):
-            value = check_header_value(value)  # the full checks, for what the quick one doubts
-        field = (lower, name, value, f"{name}: {value}\r\n")
+        if not (text.isascii() and text.isprintable()):
+            text = check_header_value(text)  # the full checks, for what the quick one doubts
+        field = (lower, name, text, f"{name}: {text}\r\n")
         if len(_FIELDS) >= _FIELDS_KEPT:
             _FIELDS.clear()
-        _FIELDS[key] = field
+        _FIELDS[name, text] = field
     return field
 
 

@@ -346,7 +346,9 @@ _Frame = tuple[str, str, Framing, bool]
 class _FrameCache(dict[tuple[object, ...], _Frame]):
     """Frames made during the current Date second (they hold its Date line); bounded."""
 
-    until = 0.0  # when this second's frames go stale
+    def __init__(self) -> None:
+        super().__init__()
+        self.until = 0.0  # when this second's frames go stale
 
     def start_second(self) -> None:
         """Forget the last second's frames, and the plain heads made of them."""
