@@ -161,9 +161,12 @@ def test_info_lists_the_version_and_optional_features() -> None:
     assert lines[0] == "Socketify 0.1.0"
     # The import name is shared with socketify.py: say which distribution this one is.
     assert lines[1].startswith("Distribution: socketify-gevent (")
-    labels = {line.partition(":")[0] for line in lines[2:]}
+    *features, compiled = lines[2:]
+    labels = {line.partition(":")[0] for line in features}
     assert {"TLS", "SQLite", "Postgres", "MySQL", "Mongo", "HTTP/2"} <= labels
-    assert all(line.split(": ")[1] in ("yes", "no") for line in lines[2:])
+    assert all(line.split(": ")[1] in ("yes", "no") for line in features)
+    # The build: which modules are compiled, or "no (pure Python)".
+    assert compiled.startswith("Compiled: ")
 
 
 def test_no_arguments_print_usage_on_stderr_and_exit_2() -> None:
