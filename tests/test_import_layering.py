@@ -279,6 +279,7 @@ new = set(sys.modules) - before
 foreign = sorted(
     m for m in new
     if m.split(".")[0] != "socketify" and m.split(".")[0] not in sys.stdlib_module_names
+    and not m.endswith("__mypyc")  # the compiled build's runtime, made by mypyc from our code
 )
 framework = sorted(m for m in new if m.startswith("socketify.")
                    and not m.startswith("socketify.protocol"))

@@ -20,9 +20,16 @@ from tests.support.compiled_build import (
     copy_tracked_files,
     lay_compiled_tree,
 )
-from tests.support.serve import Launcher
+from tests.support.serve import REPO, Launcher
 
-pytestmark = pytest.mark.timeout(2400)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(2400),
+    pytest.mark.skipif(
+        not (REPO / ".git").exists(),
+        reason="builds from a git checkout; this is a copy of its files (the compiled suite's)",
+    ),
+]
 
 HOT_NAMES = [path.removesuffix(".py").replace("/", ".") for path in HOT_MODULES]
 
