@@ -1,6 +1,6 @@
 """The hot-session experiment, short: one shared ~300-byte session under 32 clients keeps
-every client's own writes, memory stays bounded under an anonymous flood (in the table and
-the master's store behind it, or the master's store alone), and the rate holds up."""
+every client's own writes, and memory stays bounded under an anonymous flood (in the table
+and the master's store behind it, or the master's store alone)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,14 @@ pytestmark = [
 def test_a_hot_session_keeps_every_clients_own_writes_and_memory_stays_bounded() -> None:
     figure = run("hot-session", short=True)
     print(figure.report())
-    assert figure.held, figure.report()
+    # The rate ratio is the experiment's figure (`load_tests/faults.py hot-session`): speed
+    # lives in the benchmark, not in a test. What must always hold: no write lost, memory
+    # bounded.
+    own_writes = next(line for line in figure.details if line.startswith("own keys written"))
+    assert re.search(r"[1-9][\d,]* writes by \d+ clients, 0 lost", own_writes), own_writes
+    assert not any(line.startswith("RSS past its bound") for line in figure.details), (
+        figure.report()
+    )
     stored = next(line for line in figure.details if line.startswith("sessions stored"))
     found = re.search(r"flood: ([\d,]+) \(([\d,]+) with no table", stored)
     assert found, stored
