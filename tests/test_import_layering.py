@@ -269,6 +269,8 @@ before = set(sys.modules)
 # what gets imported below is what the protocol modules themselves import.
 stub = types.ModuleType("socketify")
 stub.__path__ = [{package!r}]
+# A compiled build keeps mypyc's runtime module beside the package: importable from there.
+sys.path.insert(0, {root!r})
 sys.modules["socketify"] = stub
 import socketify.protocol as protocol
 names = [m.name for m in pkgutil.walk_packages(protocol.__path__, "socketify.protocol.")]
@@ -290,7 +292,7 @@ print(len(names))
 
 
 def test_protocol_layer_imports_only_the_stdlib() -> None:
-    result = run_python(PROTOCOL_CHECK.format(package=str(PACKAGE)))
+    result = run_python(PROTOCOL_CHECK.format(package=str(PACKAGE), root=str(PACKAGE.parent)))
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) >= 1
 
@@ -301,7 +303,7 @@ def test_protocol_check_catches_a_third_party_import(tmp_path: Path) -> None:
     (fake / "protocol").mkdir(parents=True)
     (fake / "protocol" / "__init__.py").write_text("")
     (fake / "protocol" / "bad.py").write_text("import orjson\n")
-    result = run_python(PROTOCOL_CHECK.format(package=str(fake)))
+    result = run_python(PROTOCOL_CHECK.format(package=str(fake), root=str(tmp_path)))
     assert result.returncode != 0
     assert "non-stdlib imports: ['orjson'" in result.stderr
 
