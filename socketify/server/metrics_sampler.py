@@ -29,12 +29,11 @@ __all__ = ["INTERVAL", "sample", "sample_forever"]
 INTERVAL = 1.0
 
 
-def sample(services: Sequence[Any], recorder: Recorder, meter: WireMeter | None = None) -> None:
+def sample(services: Sequence[Any], recorder: Recorder, meter: WireMeter) -> None:
     """Write the gauges once, and count the bytes `meter` sees."""
     http1 = h2 = tcp = 0
     for service in services:
-        if meter is not None:
-            meter.look_all(service.connections)
+        meter.look_all(service.connections)
         if isinstance(service, HttpService):
             for conn in list(service.connections):
                 if conn.http2 is not None:
