@@ -38,6 +38,7 @@ _AT_NOT_SENT = 144
 _SENT_RETRANS = struct.Struct("=QQ")  # tcpi_bytes_sent, tcpi_bytes_retrans
 _AT_SENT, _HAS_SENT = 200, 216
 _TCP = (socket.AF_INET, socket.AF_INET6)
+_NOT_COUNTED = (-1, -1)
 
 
 def wire_bytes(sock: Any) -> tuple[int, int] | None:
@@ -69,9 +70,9 @@ class WireMeter:
         # Made now, so the series show (at 0) before the first connection.
         self._in = recorder.cell(BYTES, ("in",))
         self._out = recorder.cell(BYTES, ("out",))
-        # Per connection, the counts of its last look; None for one the kernel counts nothing
-        # for (a Unix socket), so it is not asked again.
-        self._seen: dict[Any, tuple[int, int] | None] = {}
+        # Per connection, the counts of its last look; `_NOT_COUNTED` for one the kernel counts
+        # nothing for (a Unix socket), so it is not asked again.
+        self._seen: dict[Any, tuple[int, int]] = {}
 
     def look_all(self, connections: Iterable[Any]) -> None:
         """Count what each of `connections` moved since the last look (the sampler's tick)."""
@@ -81,15 +82,18 @@ class WireMeter:
     def look(self, conn: Any) -> None:
         """Count what `conn` (anything with a `sock`) moved since the last look at it."""
         seen = self._seen
-        last = seen.get(conn, (0, 0))
-        if last is None:
-            return
         sock = conn.sock
-        if sock.family not in _TCP:
-            seen[conn] = None
+        last = seen.get(conn)
+        if last is None:  # its first look: is it a TCP connection at all?
+            if sock.family not in _TCP:
+                seen[conn] = _NOT_COUNTED
+                return
+            last = (0, 0)
+        elif last[0] < 0:
             return
         now = wire_bytes(sock)
-        if now is None:  # e.g. the socket closed already: the counts of the last look stand
+        # None: e.g. closed already, the counts of the last look stand. Equal: idle since.
+        if now is None or now == last:
             return
         received, sent = max(now[0], last[0]), max(now[1], last[1])
         self._cells[self._in] += received - last[0]
