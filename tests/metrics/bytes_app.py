@@ -37,4 +37,5 @@ def tcp_echo(conn: tcp.StreamConnection) -> None:
         conn.send(data)
 
 
-site = tcp.Bundle(web, {os.environ.get("BYTES_TCP_BIND", "127.0.0.1:7009"): tcp.Service(tcp_echo)})
+echo_service = tcp.Service(tcp_echo)
+site = tcp.Bundle(web, {os.environ.get("BYTES_TCP_BIND", "127.0.0.1:7009"): echo_service})

@@ -147,9 +147,37 @@ def test_bytes_over_tls_count_the_records(serve: Launcher, tmp_path: Path) -> No
         ),
         tls=context,
     )
+    tcp_metrics = ("127.0.0.1", free_port())
+    tcp_server = serve(
+        f"{APP}:echo_service",
+        workers=1,
+        args=(
+            "--metrics-bind",
+            f"{tcp_metrics[0]}:{tcp_metrics[1]}",
+            "--certfile",
+            pair.cert,
+            "--keyfile",
+            pair.key,
+        ),
+    )
     start_in, start_out = wire_totals(metrics)
     h2_context = ssl.create_default_context(cafile=pair.cert)
     h2_context.set_alpn_protocols(["h2"])
+    with CountingRelay(tcp_server.tcp) as relay:
+        # A TCP service over TLS: the socket the handshake wraps is the one counted.
+        with connect(relay.address, timeout=10, tls=context) as sock:
+            sock.sendall(b"t" * 100_000)
+            received = bytearray()
+            while len(received) < 100_000:
+                received += sock.recv(65536)
+            assert received == b"t" * 100_000
+            end_cleanly(sock)  # our FIN (no close_notify), then what the server still says
+        relay.wait_idle()
+        got_in, got_out = wire_totals(tcp_metrics)
+    assert relay.upstream > 100_000 and relay.downstream > 100_000
+    assert relay.upstream <= got_in <= relay.upstream + relay.connections
+    assert got_out == relay.downstream
+
     with CountingRelay(server.tcp) as relay:
         with connect(relay.address, timeout=10, tls=context, server_hostname="127.0.0.1") as sock:
             reader = Reader(sock)
