@@ -27,7 +27,7 @@ from typing import Any
 from socketify.metrics.builtin import BYTES
 from socketify.metrics.recorder import Recorder
 
-__all__ = ["WireMeter", "wire_bytes"]
+__all__ = ["WireMeter", "tcp_info_bytes", "wire_bytes"]
 
 _INFO_SIZE = 256  # more than the kernel's struct tcp_info holds today; it returns its own size
 # Offsets in struct tcp_info (include/uapi/linux/tcp.h), each with the length that holds it.
@@ -44,19 +44,26 @@ _NOT_COUNTED = (-1, -1)
 def wire_bytes(sock: Any) -> tuple[int, int] | None:
     """(received, sent) bytes of the TCP socket `sock` so far; None if the kernel cannot say.
 
-    Sent means written by us and accepted by the kernel: transmitted once (copies sent again
-    are not counted twice) or still queued to go.
+    Sent means written by us and taken by the kernel: transmitted once (a copy sent again
+    is not counted twice) or still queued to go.
     """
     try:
         info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _INFO_SIZE)
     except OSError:  # closed already, or no TCP socket
         return None
+    return tcp_info_bytes(info)
+
+
+def tcp_info_bytes(info: bytes) -> tuple[int, int] | None:
+    """(received, sent) from a `TCP_INFO` struct, as long as this kernel makes it."""
     size = len(info)
     if size < _HAS_RECEIVED:
         return None
     acked, received = _ACKED_RECEIVED.unpack_from(info, _AT_ACKED)
     if size < _HAS_SENT:
-        return received, max(acked - 1, 0)  # the peer acknowledged our SYN too
+        # On an accepted socket the acknowledged bytes are data only (a connecting one's
+        # count would include its SYN).
+        return received, acked
     sent, retransmitted = _SENT_RETRANS.unpack_from(info, _AT_SENT)
     (queued,) = _NOT_SENT.unpack_from(info, _AT_NOT_SENT)
     return received, sent - retransmitted + queued

@@ -1,11 +1,12 @@
-"""Uploads, downloads, a WebSocket echo and a TCP echo (on $BYTES_TCP_BIND): known transfers
-for the byte counters."""
+"""Uploads, downloads, an event stream, a WebSocket echo and a TCP echo (on $BYTES_TCP_BIND):
+known transfers for the byte counters."""
 
 from __future__ import annotations
 
 import os
 
 from socketify import Request, Response, Server, tcp
+from socketify.realtime import sse
 from socketify.realtime.pulse.channel import Channel
 
 web = Server(max_body_size=4 << 20)
@@ -19,6 +20,13 @@ def upload(req: Request, res: Response) -> None:
 @web.get("/download")
 def download(req: Request, res: Response) -> None:
     res.send(b"d" * int(req.query["size"]), "application/octet-stream")
+
+
+@web.get("/events")
+def events(req: Request, res: Response) -> None:
+    stream = sse.upgrade(req, res)
+    for number in range(int(req.query["count"])):
+        stream.send_event("tick", "e" * 1000, id=str(number))
 
 
 def echo(channel: Channel, message: str | bytes, is_binary: bool) -> None:

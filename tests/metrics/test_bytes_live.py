@@ -96,6 +96,15 @@ def test_bytes_match_what_crossed_the_wire_on_every_protocol(serve: Launcher) ->
             payload_in += 150_000
             payload_out += 400_000
 
+        # An event stream, open until we leave.
+        with connect(http.address, timeout=10) as sock:
+            sock.sendall(request_bytes("GET", "/events?count=50"))
+            received = bytearray()
+            while received.count(b"event: tick") < 50:
+                received += sock.recv(65536)
+            end_cleanly(sock)
+            payload_out += 50 * 1000
+
         # A WebSocket echo, closed with the close handshake.
         with RawWebSocket(http.address[1], "/echo", timeout=10) as ws:
             for size in (20_000, 125, 70_000):

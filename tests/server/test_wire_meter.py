@@ -11,7 +11,8 @@ import pytest
 
 from socketify.metrics.builtin import BYTES
 from socketify.metrics.recorder import Recorder
-from socketify.server.wire_meter import WireMeter, wire_bytes
+from socketify.server.wire_meter import WireMeter, tcp_info_bytes, wire_bytes
+from tests.support.wait import wait_for
 from workers.shared.tally import TallyTable
 
 
@@ -68,6 +69,29 @@ def test_bytes_written_but_not_yet_sent_count_as_sent(
     except BlockingIOError:
         pass
     assert wire_bytes(ours) == (0, written)
+
+
+def test_an_older_kernels_shorter_tcp_info_counts_what_it_holds(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, theirs = pair
+    theirs.sendall(b"q" * 2_000)
+    receive(ours, 2_000)
+    ours.sendall(b"a" * 700)
+    receive(theirs, 700)
+    info = ours.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    assert tcp_info_bytes(info) == (2_000, 700)
+    # Before Linux 4.19 (no bytes_sent): what the peer acknowledged, which all of it was.
+    wait_for(
+        lambda: (
+            tcp_info_bytes(ours.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 200))
+            == (2_000, 700)
+        ),
+        timeout=5,
+        message="the peer to acknowledge our bytes",
+    )
+    # Before 4.1 (no bytes_received): nothing to count.
+    assert tcp_info_bytes(info[:128]) is None
 
 
 def test_a_meter_adds_only_what_grew_since_its_last_look(
