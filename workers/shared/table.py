@@ -9,12 +9,12 @@ size classes (240, 1 088 and 4 352 bytes of key and value) and lives in at most 
 the whole table: its group's *first* slot or after it (probing wraps inside the group and
 stops at a never-used slot). A new entry goes to the smallest class it fits, in a free,
 removed or expired slot of its group; else to such a slot of its group in a larger class;
-else ``put`` says so and the caller keeps the entry elsewhere (the master, see
-``workers.shared.table_store``). A live entry is never evicted here: groups fill unevenly
-(a few of thousands fill up while the table is mostly empty), so evicting from a full group
-would drop live sessions long before the store is full. So memory is fixed, and what does
-not fit goes to the master's store, which evicts the entries written longest ago only when
-it is full itself.
+else ``put`` says so. A live entry is never dropped here: groups fill unevenly (a few of
+thousands fill up while the table is mostly empty), so evicting from a full group would
+drop live sessions long before the store is full. Instead ``oldest`` names the entry of the
+full groups written longest ago, which the caller moves to the master's store to make room
+(``workers.shared.table_store``): the table is the fast tier for what was written lately,
+its memory is fixed, and the master's store behind it evicts only when it is full itself.
 
 Writers take the key's lock, ``with table.locked(place):``: a robust process-shared mutex
 (``workers.shared.mutex``) that all the key's groups share. ``rewrite`` does the usual write
@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import mmap
 import os
 import platform
@@ -409,15 +410,55 @@ class SharedTable:
                     return size_class, index
         return None
 
+    def oldest(
+        self, place: Place, size: int, now: float, kinds: frozenset[int]
+    ) -> tuple[bytes, Entry] | None:
+        """The entry to move out so that a new one of ``size`` bytes fits in ``place``'s
+        groups (with the lock): ``(key, entry)`` of the live entry of a kind in ``kinds``
+        written longest ago, one with an expiry before any without, in the classes that
+        size fits; None when there is none (``put`` then finds the slot it frees)."""
+        words = self.words
+        mem = self.mem
+        best: tuple[bool, float, int, int] | None = None
+        for size_class, layout in enumerate(self.classes):
+            if layout.data < size:
+                continue
+            seq_at = place.seqs[size_class]
+            group_at = (seq_at << 3) + GROUP_HEAD
+            for index in range(GROUP_SLOTS):
+                if not words[seq_at + 2 + index] & 1:
+                    continue
+                slot = group_at + index * layout.slot
+                half = slot + 8 + words[slot >> 3] * layout.half
+                expires, kind, _, _, written = HALF_HEAD.unpack_from(mem, half)
+                if expires <= now or kind not in kinds:
+                    continue
+                rank = (expires == math.inf, written, size_class, index)
+                if best is None or rank < best:
+                    best = rank
+        if best is None:
+            return None
+        size_class, index = best[2], best[3]
+        layout = self.classes[size_class]
+        slot = (place.seqs[size_class] << 3) + GROUP_HEAD + index * layout.slot
+        half = slot + 8 + words[slot >> 3] * layout.half
+        expires, kind, key_len, value_len, _ = HALF_HEAD.unpack_from(mem, half)
+        key = mem[half + KEY_AT : half + KEY_AT + key_len]
+        value = mem[half + KEY_AT + key_len : half + KEY_AT + key_len + value_len]
+        entry: Entry = _entry(Entry, (size_class, index, kind, expires, value))
+        return key, entry
+
     # -- spilling --------------------------------------------------------------------------
 
-    def spilled(self, place: Place) -> bool:
-        """Whether ``place``'s key may live in the caller's overflow store."""
-        return bool(self.words[place.seqs[0] + 1])
+    def spilled(self, place: Place, mark: int = 1) -> bool:
+        """Whether a key of ``place``'s class-0 group may live in the caller's overflow
+        store: ``mark`` is the caller's bit for a kind of key (default 1)."""
+        return bool(self.words[place.seqs[0] + 1] & mark)
 
-    def mark_spilled(self, place: Place) -> None:
-        """Note (for good) that a key of ``place``'s class-0 group went to the overflow store."""
-        self.words[place.seqs[0] + 1] = 1
+    def mark_spilled(self, place: Place, mark: int = 1) -> None:
+        """Note (for good) that a key of ``place``'s class-0 group, of the kind the caller
+        calls ``mark`` (a bit), went to the overflow store."""
+        self.words[place.seqs[0] + 1] |= mark
         self.words[0] = 1
 
     @property
