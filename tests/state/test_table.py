@@ -185,6 +185,10 @@ def test_a_full_table_demotes_the_entries_written_longest_ago_to_the_master_losi
         clock.now += 1
     in_master = [n for n in range(60) if overflow.get(f"s{n}") is not None]
     assert in_master == list(range(12))  # moved there, oldest first, to make room
+    for n in range(12):  # marked where the readers of each look: its class-0 group
+        place = store.table.place(f"s{n}".encode())
+        assert store.table.layout.spilled_word(place.key) == place.seqs[0] + 1
+        assert store.table.spilled(place)
     assert all(class_of(store, f"s{n}") in (0, 1, 2) for n in range(12, 60))  # the newest
     assert all(store.get(f"s{n}") == b"x" for n in range(60))  # nothing lost
     assert store.count_prefix("s") == 60

@@ -134,6 +134,11 @@ class StateClient:
         """Remove ``key``; True if it existed."""
         return self._request(Op.DELETE, key.encode())[1] == b"\x01"
 
+    def discard(self, key: str) -> None:
+        """Remove ``key``, posted like ``set``: applied before any request this worker's
+        next steps could cause is answered, without waiting a round trip here."""
+        self._link.post(Op.DELETE, key.encode())
+
     def incr(self, key: str, amount: int = 1, ttl: float | None = None) -> int:
         """Add ``amount`` atomically and return the new value; ``ttl`` applies on creation."""
         args = wire.TTL_AND_AMOUNT.pack(_ttl(ttl), amount)
@@ -195,6 +200,10 @@ class LocalState:
     def delete(self, key: str) -> bool:
         """Remove ``key``; True if it existed."""
         return self._store.delete(key.encode())
+
+    def discard(self, key: str) -> None:
+        """Remove ``key`` (``StateClient``'s posted delete; here at once)."""
+        self._store.delete(key.encode())
 
     def incr(self, key: str, amount: int = 1, ttl: float | None = None) -> int:
         """Add ``amount`` and return the new value; ``ttl`` applies on creation."""

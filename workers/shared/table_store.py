@@ -32,8 +32,9 @@ key of that group that misses the table also consults the master, while holding 
 lock across the round trip, so the two places never disagree about a key:
 
 - a read that misses the table asks the master;
-- a write that lands in the table deletes the master's copy after writing the table: so a
-  key read from the master is *promoted* back into the table by its next write;
+- a write that lands in the table deletes the master's copy after writing the table (posted,
+  see ``_store``): so a key read from the master is *promoted* back into the table by its
+  next write;
 - a demotion, or a write that goes to the master, is acknowledged there before the table's
   copy is removed; the spilled mark comes first, so a lock-free reader who misses the table
   asks the master.
@@ -174,12 +175,12 @@ class TableStore:
         # A key found in the table has no copy in the master (one place per key).
         spilled = found is None and table.spilled(place)
         now = self._clock()
-        if table.put(place, found, kind, expires, value, now) or (
-            self._demote(place, len(place.key) + len(value), now)
-            and table.put(place, found, kind, expires, value, now)
-        ):
+        if table.put(place, found, kind, expires, value, now, self._demote, _DEMOTABLE):
             if spilled:
-                self.overflow.delete(place.key.decode())  # a copy there would resurface
+                # A copy there would resurface. Posted, not waited for: the master applies it
+                # before any request that another worker's next step on this key makes, and
+                # that worker takes this lock first (see ``workers.shared.state_server``).
+                self.overflow.discard(place.key.decode())
             return
         table.mark_spilled(place)
         if kind == INTEGER:
@@ -192,27 +193,22 @@ class TableStore:
         if found is not None:
             table.remove(place, found)
 
-    def _demote(self, place: Place, size: int, now: float) -> bool:
-        """Move the entry written longest ago out of ``place``'s full groups into the
-        master's store, making room for ``size`` bytes (with the lock); whether it did."""
+    def _demote(self, key: bytes, entry: Entry) -> bool:
+        """Keep ``key``'s entry in the master's store, as the table makes room for a newer
+        one in its slot (with the lock its groups share); whether it may go."""
         table = self.table
-        oldest = table.oldest(place, size, now, _DEMOTABLE)
-        if oldest is None:
-            return False
-        key, entry = oldest
-        moved = table.place(key)  # its groups share the lock held: one of them is place's
-        table.mark_spilled(moved)  # first: a reader who misses it in the table asks the master
+        table.mark_spilled(key)  # first: a reader who misses it asks the master
         value = entry.value if entry.kind == BYTES else _digits(entry.value)
-        ttl = None if entry.expires == math.inf else entry.expires - now
+        ttl = None if entry.expires == math.inf else entry.expires - self._clock()
+        if ttl is not None and ttl <= 0:
+            return True  # expired meanwhile: nothing to keep
         try:
             self.overflow.set(key.decode(), value, ttl, wait=True)
         except StateUnavailable:
             raise
         except StateError:  # the master is full of values without a TTL: the store is full
-            if ttl is None:
-                return False  # never evicted
-            # Evicted, as the master would its own oldest with a TTL if it had one.
-        table.remove(moved, entry)
+            # Evicted if it has a TTL, as the master would its own oldest with one.
+            return ttl is not None
         return True
 
     def delete(self, key: str) -> bool:
@@ -279,9 +275,8 @@ class TableStore:
             else:
                 full_at = math.inf
             bucket = _BUCKET.pack(tokens, stamp, full_at)
-            if not table.put(place, found, BUCKET, full_at, bucket, clock) and not (
-                self._demote(place, len(place.key) + len(bucket), clock)
-                and table.put(place, found, BUCKET, full_at, bucket, clock)
+            if not table.put(
+                place, found, BUCKET, full_at, bucket, clock, self._demote, _DEMOTABLE
             ):
                 # No room for a new bucket: the master keeps it (the same answer, from there).
                 table.mark_spilled(place, BUCKETS_SPILLED)
