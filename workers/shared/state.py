@@ -7,8 +7,9 @@
 
 In a worker, ``client()`` is a ``workers.shared.table_store.TableStore``: the worker runs each
 operation itself on the hash table every worker maps (``workers.shared.table``), under a short lock,
-and only what does not fit there goes to the master's state server (``workers.shared.state_server``)
-through a ``StateClient``. Either way, when a call returns the change is visible to every
+and only what the table has no room for (values over 4 KiB, its entries written longest ago when
+their slots are needed) goes to the master's state server (``workers.shared.state_server``) through
+a ``StateClient``. Either way, when a call returns the change is visible to every
 worker (read-your-writes across workers) and survives the death of this one. Values are
 bytes; keys are ``str``. ``LocalState`` offers the same methods on an in-process
 ``KeyValueStore`` for a process without a master (``workers=0``, tests), so callers need not

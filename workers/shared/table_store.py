@@ -1,4 +1,4 @@
-"""The cross-worker store on the shared table, with the master's store for what does not fit.
+"""The cross-worker store on the shared table, with the master's store as its slow tier.
 
 Theory of operation
 -------------------
