@@ -51,7 +51,7 @@ def _environ_key(name: str) -> str | None:
 class EnvironBuilder:
     """Makes the environ of each request for an app mounted at `mount_path` under `root_path`."""
 
-    __slots__ = ("_heads", "_keys", "_template", "mount_path", "root_path")
+    __slots__ = ("_heads", "_hosts", "_keys", "_template", "mount_path", "root_path")
 
     def __init__(self, mount_path: str = "", root_path: str = "") -> None:
         self.mount_path = wsgi_path(mount_path.rstrip("/"))
@@ -68,6 +68,9 @@ class EnvironBuilder:
             "SCRIPT_NAME": self.root_path + self.mount_path,
         }
         self._keys: dict[str, str | None] = {}
+        # PERF: clients name the same few hosts: each (Host, scheme) is split once; immutable.
+        # It keeps a head that is never repeated (HTTP/2's, a new URL) as cheap as before.
+        self._hosts: dict[tuple[str, str], tuple[str, str]] = {}
         # PERF: a client repeats its head, and the parser hands out the same immutable
         # `RequestHead` for the same bytes: everything an environ takes from the head (and the
         # connection's scheme) is worked out once per head, and each request copies it. The
@@ -130,7 +133,14 @@ class EnvironBuilder:
                 environ["HTTP_HOST"] = host
         else:
             host = environ.get("HTTP_HOST", "")
-        environ["SERVER_NAME"], environ["SERVER_PORT"] = _server_name_and_port(host, scheme)
+        hosts = self._hosts
+        server = hosts.get((host, scheme))
+        if server is None:
+            server = _server_name_and_port(host, scheme)
+            if len(hosts) >= _NAMES_KEPT:
+                hosts.clear()
+            hosts[host, scheme] = server
+        environ["SERVER_NAME"], environ["SERVER_PORT"] = server
         return environ
 
 
