@@ -194,6 +194,11 @@ class Request:
         if lower == "cookie":
             self._cookies = None
 
+    @property
+    def headers_changed(self) -> bool:
+        """Whether middleware changed a header field: `head.headers` are then not all of them."""
+        return bool(self._changed)
+
     def header_fields(self) -> list[tuple[str, str]]:
         """The (lower-case name, value) fields as seen now: the client's, with the changes."""
         changed = self._changed

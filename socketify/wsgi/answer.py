@@ -220,20 +220,60 @@ class Answer:
             raise RuntimeError("the WSGI app returned a body without calling start_response")
         self._committed = self._sent = True
         res = self.res
-        res.status(self._status)
+        res.status_code = self._status  # a code parse_status checked: 100 to 999
+        fields, content_type, self._length = _plan(self._headers)
         add = res.add_header
-        for field in self._headers:
-            # Checked here rather than in start_response: one pass over the headers.
-            if field.__class__ is not tuple or len(field) != 2:
-                raise TypeError(f"a WSGI header must be a (str, str) tuple, not {field!r}")
-            name, value = field
-            if name.__class__ is not str or value.__class__ is not str:
-                raise TypeError(f"a WSGI header must be a (str, str) tuple, not {field!r}")
-            lower = name.lower()
-            if lower == "content-length":
-                self._length = _content_length(value)
-            elif lower not in _HOP_BY_HOP:
-                add(name, value)
+        for name, value in fields:
+            add(name, value)
+        if content_type is not None:
+            res.set_header(*content_type)
+
+
+# PERF: an app answers with the same few header lists (a framework's, for each kind of
+# answer): each distinct list is checked and split once, and its plan reused; a plan holds
+# only str tuples and an int: immutable. Bounded: a full table starts over.
+Field = tuple[str, str]
+Plan = tuple[tuple[Field, ...], Field | None, int | None]
+_PLANS: dict[tuple[Field, ...], Plan] = {}
+_PLANS_KEPT = 256
+
+
+def _plan(headers: list[Field]) -> Plan:
+    """What the response takes of a WSGI header list: its fields but the framing ones, its
+    (last) Content-Type field apart, and the app's Content-Length; TypeError or ValueError for
+    a list that breaks PEP 3333."""
+    try:
+        key = tuple(headers)
+        plan = _PLANS.get(key)
+    except TypeError:  # a field that cannot be hashed is no (str, str) tuple
+        return _checked_plan(headers)  # which says so
+    if plan is None:
+        plan = _checked_plan(headers)
+        if len(_PLANS) >= _PLANS_KEPT:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
+
+
+def _checked_plan(headers: list[Field]) -> Plan:
+    """`_plan`'s answer, worked out field by field."""
+    fields = []
+    content_type = None
+    length = None
+    for field in headers:
+        if field.__class__ is not tuple or len(field) != 2:
+            raise TypeError(f"a WSGI header must be a (str, str) tuple, not {field!r}")
+        name, value = field
+        if name.__class__ is not str or value.__class__ is not str:
+            raise TypeError(f"a WSGI header must be a (str, str) tuple, not {field!r}")
+        lower = name.lower()
+        if lower == "content-type":
+            content_type = field  # one value: a later one replaces it, as set_header does
+        elif lower == "content-length":
+            length = _content_length(value)
+        elif lower not in _HOP_BY_HOP:
+            fields.append(field)
+    return tuple(fields), content_type, length
 
 
 def _joined(chunks: list[bytes] | tuple[bytes, ...]) -> bytes:

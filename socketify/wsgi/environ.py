@@ -21,11 +21,13 @@ from socketify.wsgi.streams import ErrorStream, InputStream
 
 if TYPE_CHECKING:
     from socketify.core.request import Request
+    from socketify.protocol.http.heads import RequestHead
 
 __all__ = ["EnvironBuilder", "wsgi_path"]
 
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 _NAMES_KEPT = 1024  # header names whose environ key is remembered
+_HEADS_KEPT = 256  # heads whose environ is remembered (a head holds its cookies: kept few)
 
 
 def wsgi_path(raw_path: str) -> str:
@@ -49,7 +51,7 @@ def _environ_key(name: str) -> str | None:
 class EnvironBuilder:
     """Makes the environ of each request for an app mounted at `mount_path` under `root_path`."""
 
-    __slots__ = ("_hosts", "_keys", "_template", "mount_path", "root_path")
+    __slots__ = ("_heads", "_hosts", "_keys", "_template", "mount_path", "root_path")
 
     def __init__(self, mount_path: str = "", root_path: str = "") -> None:
         self.mount_path = wsgi_path(mount_path.rstrip("/"))
@@ -67,10 +69,34 @@ class EnvironBuilder:
         }
         self._keys: dict[str, str | None] = {}
         # PERF: clients name the same few hosts: each (Host, scheme) is split once; immutable.
+        # It keeps a head that is never repeated (HTTP/2's, a new URL) as cheap as before.
         self._hosts: dict[tuple[str, str], tuple[str, str]] = {}
+        # PERF: a client repeats its head, and the parser hands out the same immutable
+        # `RequestHead` for the same bytes: everything an environ takes from the head (and the
+        # connection's scheme) is worked out once per head, and each request copies it. The
+        # dicts kept are never changed after they are made. Keyed by the head object itself
+        # (which the key keeps alive, so it is never mistaken for another); bounded.
+        self._heads: dict[tuple[RequestHead, str], dict[str, Any]] = {}
 
     def build(self, req: Request) -> dict[str, Any]:
         """The environ for `req`; its `wsgi.input` reads the body on demand."""
+        if req.headers_changed:  # middleware changed what the head says: nothing to reuse
+            environ = self._from_head(req)
+        else:
+            key = (req.head, req.scheme)
+            known = self._heads.get(key)
+            if known is None:
+                known = self._from_head(req)
+                if len(self._heads) >= _HEADS_KEPT:
+                    self._heads.clear()
+                self._heads[key] = known
+            environ = known.copy()
+        environ["wsgi.input"] = InputStream(req.iter_body)
+        environ["REMOTE_ADDR"] = req.remote_ip if req.trust_proxy else req.remote_addr
+        return environ
+
+    def _from_head(self, req: Request) -> dict[str, Any]:
+        """What the environ of `req` takes from its head, its headers and its scheme."""
         head = req.head
         environ = self._template.copy()
         path = wsgi_path(head.path)
@@ -84,7 +110,6 @@ class EnvironBuilder:
         environ["REQUEST_METHOD"] = head.method
         environ["QUERY_STRING"] = head.query_string
         environ["SERVER_PROTOCOL"] = head.version
-        environ["wsgi.input"] = InputStream(req.iter_body)
         keys = self._keys
         for name, value in req.header_fields():
             key = keys.get(name, "")
@@ -101,15 +126,12 @@ class EnvironBuilder:
                 environ[key] = f"{seen}{'; ' if key == 'HTTP_COOKIE' else ', '}{value}"
         if head.chunked:
             environ.pop("CONTENT_LENGTH", None)  # the length is not known: read to the end
+        scheme = environ["wsgi.url_scheme"] = req.scheme
         if req.trust_proxy:
-            environ["REMOTE_ADDR"] = req.remote_ip
-            scheme = environ["wsgi.url_scheme"] = req.scheme
             host = req.host
             if host:
                 environ["HTTP_HOST"] = host
         else:
-            environ["REMOTE_ADDR"] = req.remote_addr
-            scheme = environ["wsgi.url_scheme"] = req.scheme
             host = environ.get("HTTP_HOST", "")
         hosts = self._hosts
         server = hosts.get((host, scheme))

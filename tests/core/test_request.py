@@ -51,6 +51,13 @@ def test_middleware_can_rewrite_request_headers(make_request) -> None:
     assert req.header("X-Request-Id", "gone") == "gone" and "x-request-id" not in req.headers
 
 
+def test_headers_changed_says_whether_middleware_changed_a_field(make_request) -> None:
+    req = make_request("GET", "/", [("X-Request-Id", "old")])
+    assert req.headers_changed is False
+    req.set_header("X-Request-Id", "new")
+    assert req.headers_changed is True
+
+
 def test_the_header_mapping_is_read_only_and_says_what_to_use(make_request) -> None:
     req = make_request("GET", "/", [("X-A", "1")])
     with pytest.raises(TypeError, match="set_header"):

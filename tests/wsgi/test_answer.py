@@ -84,6 +84,24 @@ def test_malformed_headers_are_a_500(headers: Any) -> None:
     assert "Injected" not in response.headers
 
 
+def test_a_header_list_the_app_changes_between_answers_is_read_again() -> None:
+    # Each distinct header list is checked once and its plan kept: the plan follows the
+    # list's contents, not the list object an app keeps reusing.
+    headers = [("Content-Type", "text/plain"), ("X-Answer", "1")]
+
+    def app(environ: Any, start_response: Any) -> list[bytes]:
+        start_response("200 OK", headers)
+        return [b"body"]
+
+    client = client_for(app)
+    assert client.get("/").headers["X-Answer"] == "1"
+    headers[1] = ("X-Answer", "2")
+    second = client.get("/")
+    assert (second.headers["X-Answer"], second.headers["Content-Type"]) == ("2", "text/plain")
+    headers.append(("X-Bad", 3))  # type: ignore[arg-type]  # what PEP 3333 forbids
+    assert client.get("/").status == 500
+
+
 def test_hop_by_hop_headers_of_the_app_are_dropped() -> None:
     def app(environ: Any, start_response: Any) -> list[bytes]:
         start_response("200 OK", [("Transfer-Encoding", "chunked"), ("Keep-Alive", "5")])

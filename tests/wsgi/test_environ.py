@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from socketify import Server
+from socketify.core.request import Request
+from socketify.protocol.http.heads import RequestHead
 from socketify.testing import TestClient
 from socketify.wsgi import FileWrapper
-from socketify.wsgi.environ import wsgi_path
+from socketify.wsgi.environ import EnvironBuilder, wsgi_path
 
 
 class Recorder:
@@ -178,6 +180,35 @@ def test_middleware_changes_to_headers_reach_the_app() -> None:
     server.mount("/", app)
     TestClient(server).get("/")
     assert app.environ["HTTP_X_REQUEST_ID"] == "r-1"
+
+
+def test_requests_sharing_one_head_get_environs_of_their_own() -> None:
+    # The parser hands identical requests the same head: what an environ takes from it is
+    # reused, and nothing one request's app does to its environ reaches the next.
+    head = RequestHead("GET", "/a?x=1", "/a", "x=1", "HTTP/1.1", [("host", "example.com")])
+    builder = EnvironBuilder()
+    first = builder.build(Request(head, b"", "192.0.2.1"))
+    first["PATH_INFO"] = "/changed"
+    first["werkzeug.request"] = object()
+    second = builder.build(Request(head, b"", "192.0.2.2", scheme="https"))
+    third = builder.build(Request(head, b"", "192.0.2.3"))
+    assert (second["PATH_INFO"], third["PATH_INFO"]) == ("/a", "/a")
+    assert "werkzeug.request" not in second and "werkzeug.request" not in third
+    assert (first["REMOTE_ADDR"], third["REMOTE_ADDR"]) == ("192.0.2.1", "192.0.2.3")
+    assert (second["wsgi.url_scheme"], second["SERVER_PORT"]) == ("https", "443")
+    assert (third["wsgi.url_scheme"], third["SERVER_PORT"]) == ("http", "80")
+    assert first["wsgi.input"] is not third["wsgi.input"]
+
+
+def test_a_changed_header_counts_even_for_a_head_seen_before() -> None:
+    head = RequestHead("GET", "/", "/", "", "HTTP/1.1", [("host", "a.example")])
+    builder = EnvironBuilder()
+    assert builder.build(Request(head, b"", "192.0.2.1"))["HTTP_HOST"] == "a.example"
+    changed = Request(head, b"", "192.0.2.1")
+    changed.set_header("Host", "b.example")
+    environ = builder.build(changed)
+    assert (environ["HTTP_HOST"], environ["SERVER_NAME"]) == ("b.example", "b.example")
+    assert builder.build(Request(head, b"", "192.0.2.1"))["HTTP_HOST"] == "a.example"
 
 
 # -- wsgi.input ------------------------------------------------------------------------------
