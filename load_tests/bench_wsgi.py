@@ -15,6 +15,8 @@ runs its gevent worker; on the database route with psycogreen installed in `post
 its users run it (load_tests/apps/gunicorn_psycogreen.py). The peers come from
 load_tests/.venv (see contenders.py); ratios within one run are the result, not the absolute
 figures. Socket errors and non-2xx answers are counted and must be 0 on the database route.
+There the CPU PostgreSQL spent per request is printed too (every process named `postgres`):
+the server is unpinned and shares the two cores with ours and wrk, so it is part of the load.
 
     python load_tests/bench_wsgi.py [--rounds 3] [--duration 8] [--only flask-pg ...]
                                     [--granian-threads 8]
@@ -23,6 +25,7 @@ figures. Socket errors and non-2xx answers are counted and must be 0 on the data
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import urllib.request
@@ -120,6 +123,7 @@ class Figures:
 
     rates: list[float]
     costs: list[float]  # microseconds of server CPU per request
+    database_costs: list[float]  # microseconds of PostgreSQL's CPU per request
     errors: list[int]  # socket errors and non-2xx answers
 
 
@@ -160,7 +164,7 @@ def _measure(scenario: Scenario, connections: int, args: argparse.Namespace) -> 
     print(f"\n{scenario.name}: GET {scenario.path} of {scenario.app}, "
           f"wrk -t1 -c{connections} -d{args.duration}s, {args.rounds} rounds, "
           f"granian-threads = --blocking-threads {args.granian_threads}")  # fmt: skip
-    figures = {name: Figures([], [], []) for name in SERVERS}
+    figures = {name: Figures([], [], [], []) for name in SERVERS}
     for round_number in range(args.rounds):
         expected = None
         for name, command in SERVERS.items():
@@ -175,16 +179,19 @@ def _measure(scenario: Scenario, connections: int, args: argparse.Namespace) -> 
                 if body != expected:
                     print(f"  {name} sends another body: {body[:80]!r}", file=sys.stderr)
                 warmup.run(url)
-                cpu_before = _group_cpu(server.pid)
+                cpu_before, database_before = _group_cpu(server.pid), _database_cpu()
                 result = run.run(url)
                 cost = (_group_cpu(server.pid) - cpu_before) / max(result.requests, 1) * 1e6
+                database_cost = (_database_cpu() - database_before) / max(result.requests, 1) * 1e6
                 errors = result.socket_errors.total + result.non_2xx
                 figures[name].rates.append(result.requests_per_sec)
                 figures[name].costs.append(cost)
+                figures[name].database_costs.append(database_cost)
                 figures[name].errors.append(errors)
+                database = f", {database_cost:,.0f} us of PostgreSQL's" if scenario.database else ""
                 print(f"  round {round_number + 1} {name}: {result.requests_per_sec:,.0f} "
-                      f"req/s, {cost:,.0f} us of server CPU per request, {errors} errors",
-                      flush=True)  # fmt: skip
+                      f"req/s, {cost:,.0f} us of server CPU per request{database}, "
+                      f"{errors} errors", flush=True)  # fmt: skip
     return _report(scenario, figures)
 
 
@@ -207,6 +214,10 @@ def _report(scenario: Scenario, figures: dict[str, Figures]) -> bool:
     errors = {name: sum(f.errors) for name, f in figures.items()}
     print("  median: " + ", ".join(f"{name} {r:,.0f} req/s" for name, r in rate.items()))
     print("  errors: " + ", ".join(f"{name} {n}" for name, n in errors.items()))
+    if scenario.database:
+        database = {name: statistics.median(f.database_costs) for name, f in figures.items()}
+        print("  PostgreSQL's CPU per request: "
+              + ", ".join(f"{name} {us:,.0f} us" for name, us in database.items()))  # fmt: skip
     met = not (scenario.database and errors["socketify"])
     ours = rate["socketify"]
     for peer, bar in scenario.bars.items():
@@ -217,6 +228,16 @@ def _report(scenario: Scenario, figures: dict[str, Figures]) -> bool:
         print(f"  ours / {peer}: {ratio:.2f}x req/s ({verdict} the {bar:g}x bar), "
               f"{cpu_ratio:.2f}x by CPU per request")  # fmt: skip
     return met
+
+
+def _database_cpu() -> float:
+    """CPU seconds of every PostgreSQL process (other clients' queries count too)."""
+    total = 0.0
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        with contextlib.suppress(OSError, ValueError):
+            if comm.read_text().strip() == "postgres":
+                total += cpu_seconds(int(comm.parent.name))
+    return total
 
 
 def _group_cpu(pid: int) -> float:

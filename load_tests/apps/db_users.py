@@ -102,14 +102,14 @@ class DriverPool:
 def _open_postgres() -> Any:
     import psycopg2
 
-    from socketify.db.providers.pg_green import GreenConnection, cooperate_with_gevent
+    from socketify.drivers import cooperate_with_gevent
 
     cooperate_with_gevent()  # socketify.db's wait callback: queries park the greenlet
     params = dict(db.url.params)
     params["application_name"] = params.get("application_name", "socketify") + "_driver"
     if db.url.schema is not None:
         params["options"] = f"-c search_path={db.url.schema}"
-    con = psycopg2.connect(connection_factory=GreenConnection, **params)
+    con = psycopg2.connect(**params)
     con.autocommit = True
     return con
 

@@ -5,7 +5,8 @@ the ones that talk to their server from C. Every worker makes those cooperative 
 before the app is imported, so a query parks only its request's greenlet however the app
 reaches the driver (directly, through SQLAlchemy, through Django's ORM):
 
-- psycopg2: a wait callback for every connection of the process (what psycogreen does);
+- psycopg2: a wait callback for every connection of the process (what psycogreen does), on
+  watchers each connection keeps, woken ahead of the worker's other work;
 - psycopg 3: its select-based wait, which monkey-patching makes cooperative;
 - mysqlclient (MySQLdb) cannot be made cooperative: a worker that imported it says so, once.
 
@@ -13,6 +14,12 @@ reaches the driver (directly, through SQLAlchemy, through Django's ORM):
 """
 
 from socketify.drivers.cooperative import COOPERATIVE_ENV, make_cooperative, warn_blocking
-from socketify.drivers.psycopg2_wait import cooperate_with_gevent
+from socketify.drivers.psycopg2_wait import cooperate_with_gevent, kept_watchers
 
-__all__ = ["COOPERATIVE_ENV", "cooperate_with_gevent", "make_cooperative", "warn_blocking"]
+__all__ = [
+    "COOPERATIVE_ENV",
+    "cooperate_with_gevent",
+    "kept_watchers",
+    "make_cooperative",
+    "warn_blocking",
+]

@@ -1,8 +1,7 @@
-"""The pool's psycopg2 connections: they keep their gevent watchers between queries.
+"""The pool's psycopg2 connections: they keep the fast path's statements and cursor.
 
-psycopg2's wait callback (socketify.drivers.psycopg2_wait, installed in every worker) parks a
-query's greenlet on the connection's socket. PERF: a `GreenConnection` keeps the two watchers
-it waits on from one query to the next, instead of one made per wait.
+They wait cooperatively like every psycopg2 connection of a worker: through the wait callback
+of socketify.drivers.psycopg2_wait, which also keeps each connection's gevent watchers.
 """
 
 from __future__ import annotations
@@ -11,20 +10,17 @@ from typing import Any
 
 import psycopg2.extensions as extensions
 
-__all__ = ["GreenConnection", "close_watchers"]
+__all__ = ["GreenConnection"]
 
 
 class GreenConnection(extensions.connection):
-    """A psycopg2 connection that keeps its gevent watchers and, for the fast path, its
-    prepared statements and a cursor for the primary-key reads."""
+    """A psycopg2 connection that keeps, for the fast path, its prepared statements and a
+    cursor for the primary-key reads."""
 
-    __slots__ = ("green_watchers", "key_read_cursor", "prepared_statements")
+    __slots__ = ("key_read_cursor", "prepared_statements")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)  # connecting waits the usual way: libpq may try
-        # several addresses, each on a socket of its own, so the descriptor is not final yet.
-        # (hub, read watcher, write watcher), made on the first wait once connected.
-        self.green_watchers: tuple[Any, Any, Any] | None = None
+        super().__init__(*args, **kwargs)
         # Names of the statements prepared on this connection (see fastpath.pg_prepared).
         self.prepared_statements: set[str] = set()
         # PERF: the cursor the fast path's key reads run on (fastpath.loader), made once: a
@@ -32,12 +28,3 @@ class GreenConnection(extensions.connection):
         # results are one row, read at once; it is cleared when the connection is closed (a
         # cursor refers to its connection: the pair is a cycle while both live).
         self.key_read_cursor: Any = None
-
-
-def close_watchers(con: Any) -> None:
-    """Close the watchers a connection kept (before the connection itself is closed)."""
-    watchers = getattr(con, "green_watchers", None)
-    if watchers is not None:
-        con.green_watchers = None
-        watchers[1].close()
-        watchers[2].close()

@@ -9,7 +9,7 @@ from pony.orm.dbproviders.postgres import PGProvider
 
 from socketify.db.pool import BoundedPool
 from socketify.db.providers.base import PonyRecipe, Pooled
-from socketify.db.providers.pg_green import GreenConnection, close_watchers
+from socketify.db.providers.pg_green import GreenConnection
 from socketify.drivers import cooperate_with_gevent
 
 __all__ = ["SCHEMA", "PostgresRecipe", "Provider"]
@@ -30,8 +30,7 @@ class PostgresRecipe(PonyRecipe):
         return not con.closed
 
     def close(self, con: Any) -> None:
-        """Close the connection and the gevent watchers and cursor it kept."""
-        close_watchers(con)
+        """Close the connection and the cursor it kept."""
         if isinstance(con, GreenConnection):
             con.key_read_cursor = None
         con.close()

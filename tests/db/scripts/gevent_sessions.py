@@ -10,6 +10,7 @@ workers=0); socketify.db must then rebuild Pony's state on greenlet-local storag
 from __future__ import annotations
 
 import json
+import operator
 import sys
 import time
 
@@ -129,20 +130,21 @@ def server_side_wait() -> dict[str, object]:
 
 def kept_watchers() -> dict[str, object]:
     """PostgreSQL only: a pooled connection waits on the same two watchers query after query,
-    and gives them up when the pool closes it."""
+    at the database's priority."""
     if db.dialect != "postgres":
         return {}
+    from socketify.drivers import kept_watchers
+
     with db_session:
         db.select("SELECT 1")
         con = db.get_connection()
-        first = con.green_watchers
+        first = kept_watchers(con)
         db.select("SELECT 2")
-        again = con.green_watchers
-    closed = db.pool.close_idle()
+        again = kept_watchers(con)
+    same = first is not None and again is not None and all(map(operator.is_, first, again))
     return {
-        "kept": first is not None and again is first,
-        "closed": closed,
-        "released": con.green_watchers is None and con.closed != 0,
+        "kept": same,
+        "priorities": [watcher.priority for watcher in first or ()],
     }
 
 
