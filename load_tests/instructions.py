@@ -2,6 +2,7 @@
 
     python load_tests/instructions.py APP ROUTE [--requests 2000] [--connections 1]
                                       [--header "Origin: https://x"] [--session] [--env K=V]
+                                      [--keep DIR]
 
 Theory of operation: wrk figures on this shared 2-core machine swing between runs, but the
 number of instructions a request costs does not. `socketify run APP --workers 1` runs under
@@ -11,7 +12,9 @@ on SIGTERM) are differenced and divided by N, so start-up and shut-down cancel o
 sends what wrk sends (the request line, `Host` and the `--header`s; no Accept-Encoding) over
 `--connections` keep-alive connections, each with one request in flight; `--session` sends
 back the cookie of the first response. Kernel time is not counted: compare with wrk for that.
-Needs valgrind (`apt-get install valgrind`); each run takes a minute or two.
+Needs valgrind (`apt-get install valgrind`); each run takes a minute or two. `--keep DIR`
+leaves the callgrind files there for `callgrind_annotate --inclusive=yes` (the worker's is the
+larger file of the `loaded` run).
 """
 
 from __future__ import annotations
@@ -45,11 +48,14 @@ def main() -> None:
     parser.add_argument("--header", action="append", default=[], help="'Name: value'")
     parser.add_argument("--session", action="store_true", help="send back the first cookie")
     parser.add_argument("--env", action="append", default=[], help="K=V for the server")
+    parser.add_argument("--keep", type=Path, help="keep the callgrind files in this folder")
     args = parser.parse_args()
     env = {**os.environ, **dict(item.split("=", 1) for item in args.env)}
-    with tempfile.TemporaryDirectory(prefix="instructions-") as folder:
-        base = _worker_total(args, env, 0, Path(folder, "base"))
-        loaded = _worker_total(args, env, args.requests, Path(folder, "loaded"))
+    with tempfile.TemporaryDirectory(prefix="instructions-") as scratch:
+        folder = args.keep or Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        base = _worker_total(args, env, 0, folder / "base")
+        loaded = _worker_total(args, env, args.requests, folder / "loaded")
     print(f"{args.app} {args.route}: {(loaded - base) / args.requests:,.0f} instructions/request")
 
 
