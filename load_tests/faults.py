@@ -879,8 +879,9 @@ def hot_session(short: bool) -> Figure:
         raise CouldNotRun("wrk is not on PATH (Debian/Ubuntu: apt-get install wrk)")
     seconds = 2 if short else 8
     port = free_port()
-    # What the table cannot hold goes to the master's store (live sessions are never evicted
-    # early), so its size is set here too: that is the master's bound.
+    # What the table has no room for (the sessions it demotes, written longest ago) goes to
+    # the master's store (live sessions are never evicted early), so its size is set here too:
+    # that is the master's bound.
     env = [f"SOCKETIFY_STATE_MASTER_MB={HOT_MASTER_MB[not short]}"]
     if short:
         env.append(f"SOCKETIFY_STATE_TABLE_MB={HOT_SHORT_TABLE_MB}")

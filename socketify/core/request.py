@@ -23,6 +23,7 @@ from socketify.core.errors import HTTPError
 from socketify.core.headers import Headers, MultiDict
 from socketify.core.routing import decode_path
 from socketify.core.urlencoded import parse_query
+from socketify.protocol.http11.target import is_authority
 
 if TYPE_CHECKING:
     from socketify.core.body import BodyLimits, UploadedFiles
@@ -210,11 +211,16 @@ class Request:
 
     @property
     def host(self) -> str:
-        """The Host header (X-Forwarded-Host first when proxies are trusted)."""
+        """The Host header (X-Forwarded-Host first when proxies are trusted).
+
+        A forwarded host that is no valid authority (RFC 9112 §3.2, as the parser requires of
+        Host) is ignored: a proxy that passes the client's header through unchecked must not
+        hand the app a host that the Host header itself could never carry.
+        """
         if self.trust_proxy:
-            forwarded = self.header("x-forwarded-host")
-            if forwarded:
-                return forwarded.split(",", 1)[0].strip()
+            forwarded = self.header("x-forwarded-host").split(",", 1)[0].strip()
+            if forwarded and is_authority(forwarded):
+                return forwarded
         return self.header("host")
 
     @property

@@ -12,6 +12,7 @@ from socketify.metrics.families import DEFAULT_BUCKETS, Family
 
 __all__ = [
     "BACKEND_UP",
+    "BYTES",
     "CONNECTIONS",
     "DB_POOL_IN_USE",
     "DB_POOL_WAITS",
@@ -37,6 +38,14 @@ CONNECTIONS = Family(
     "gauge",
     "Open client connections by protocol: http1, h2, websocket, sse, tcp",
     ("protocol",),
+)
+
+BYTES = Family(
+    "socketify_bytes_total",
+    "counter",
+    "Bytes the kernel moved on client connections (TLS and protocol framing included), "
+    "by direction: in (received) or out (sent)",
+    ("direction",),
 )
 
 

@@ -6,8 +6,9 @@ listener does not hold the loop) and hands each new socket to the service's `sta
 which serves it in a greenlet of its own and returns the object the acceptor keeps count of. At
 `max_connections` the watchers stop, so new clients wait in the kernel's backlog instead of
 being accepted and starved; an EMFILE (or a kernel out of buffers) pauses accepting briefly
-instead of spinning. A served connection calls `forget` when it ends, which resumes a paused
-acceptor and, once none is left, marks the service drained.
+instead of spinning. A served connection calls `forget` when it ends, before its socket
+closes (a `WireMeter`, when metrics are on, reads the socket's byte counters a last time
+there), which resumes a paused acceptor and, once none is left, marks the service drained.
 
 Stopping is the same for every kind of service: `stop_accepting` closes the listeners (every
 fd of them this process holds, so the kernel refuses new clients at once instead of queueing
@@ -39,6 +40,7 @@ from socketify.server.stop_signal import StopSignal
 
 if TYPE_CHECKING:
     from socketify.server.proxy_intake import ProxyIntake
+    from socketify.server.wire_meter import WireMeter
 
 __all__ = ["ACCEPT_PAUSE", "Acceptor", "Served", "plain_socket"]
 
@@ -54,6 +56,8 @@ _PlainSocket = get_original("socket", "socket")
 
 class Served(Protocol):
     """What a service hands back for each accepted connection: something that can close."""
+
+    sock: Any  # the socket it is served on (the TLS one once there is a handshake)
 
     def close(self) -> None:
         """Close the connection; whatever serves it unwinds and calls `forget`."""
@@ -91,6 +95,8 @@ class Acceptor:
         self._paused = False
         self._drained = gevent.event.Event()
         self._drained.set()
+        # Counts each connection's bytes a last time as it goes (set when metrics are on).
+        self.meter: WireMeter | None = None
 
     def start(self) -> None:
         """Begin accepting; returns at once (the watchers run in the hub)."""
@@ -127,7 +133,9 @@ class Acceptor:
         self._drained.clear()
 
     def forget(self, conn: Served) -> None:
-        """A connection ended: drop it, and resume accepting if we were full."""
+        """A connection ended (its socket not closed yet): drop it, resume if we were full."""
+        if self.meter is not None:
+            self.meter.last_look(conn)
         self.connections.discard(conn)
         if not self.connections:
             self._drained.set()
@@ -175,7 +183,10 @@ class Acceptor:
 
     def close_all(self) -> None:
         """Close every connection still open (the end of a stop)."""
+        meter = self.meter
         for conn in list(self.connections):
+            if meter is not None:
+                meter.look(conn)  # its `forget` comes after the close, too late to read
             conn.close()
 
 

@@ -299,6 +299,7 @@ class ServeApp:
 
         from socketify.drivers import make_cooperative, warn_blocking
         from socketify.server.metrics_sampler import sample_forever
+        from socketify.server.wire_meter import WireMeter
         from socketify.tcp.bundle import Bundle
         from socketify.tcp.service import Service
         from socketify.tracing.setup import start as start_tracing
@@ -333,11 +334,14 @@ class ServeApp:
             http2=self.http2,
             proxy=self.proxy_for(app),
         )
+        if recorder is not None:
+            meter = WireMeter(recorder)
+            for service in services:
+                service.acceptor.meter = meter  # counts a connection's bytes as it goes
+            gevent.spawn(sample_forever, services, recorder, meter)
         for service in services:
             service.start()
             ctx.on_stop(service.stop_accepting)
-        if recorder is not None:
-            gevent.spawn(sample_forever, services, recorder)
         ctx.ready()
         ctx.wait_stop()
         # Side by side, so an HTTP and an HTTPS service share one graceful_timeout.

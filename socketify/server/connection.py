@@ -176,8 +176,12 @@ class Connection:
         except Exception:
             log.exception("connection from %s failed", self.addr)
         finally:
-            self.close()
+            # Forgotten before the close: the metrics read the socket's byte counters there,
+            # the TLS goodbye among them.
+            if isinstance(self.sock, TlsStream):
+                self.sock.notify_close()
             service.forget(self)
+            self.close()
 
     def _read_proxy_header(self) -> bool:
         """Read the PROXY header within header_timeout; False: close."""

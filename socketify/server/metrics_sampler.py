@@ -3,8 +3,9 @@
 Open connections by protocol (`http1`, `h2`, `tcp`; upgraded WebSocket and SSE connections
 are counted by `socketify.metrics.request_metrics` when they switch), whether the state
 backends this worker uses (the Redis breakers) are up, and the database connections its pools
-have checked out. Sampling keeps the cost off the
-per-connection path: a gauge may lag by up to `INTERVAL`.
+have checked out; and, through the `WireMeter`, the bytes every connection moved since the
+last sample. Sampling keeps the cost off the per-connection path: a gauge may lag by up to
+`INTERVAL`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from socketify.metrics.recorder import Recorder
 from socketify.server.connection import UPGRADED
 from socketify.server.service import HttpService
 from socketify.server.tcp_service import TcpService
+from socketify.server.wire_meter import WireMeter
 from socketify.state.breaker import breakers
 
 __all__ = ["INTERVAL", "sample", "sample_forever"]
@@ -27,10 +29,11 @@ __all__ = ["INTERVAL", "sample", "sample_forever"]
 INTERVAL = 1.0
 
 
-def sample(services: Sequence[Any], recorder: Recorder) -> None:
-    """Write the gauges once."""
+def sample(services: Sequence[Any], recorder: Recorder, meter: WireMeter) -> None:
+    """Write the gauges once, and count the bytes `meter` sees."""
     http1 = h2 = tcp = 0
     for service in services:
+        meter.look_all(service.connections)
         if isinstance(service, HttpService):
             for conn in list(service.connections):
                 if conn.http2 is not None:
@@ -51,8 +54,8 @@ def sample(services: Sequence[Any], recorder: Recorder) -> None:
         recorder.set(DB_POOL_IN_USE, sum(p.stats().in_use for p in pool.pools()))
 
 
-def sample_forever(services: Sequence[Any], recorder: Recorder) -> None:
+def sample_forever(services: Sequence[Any], recorder: Recorder, meter: WireMeter) -> None:
     """Sample every `INTERVAL` seconds until the greenlet is killed."""
     while True:
-        sample(services, recorder)
+        sample(services, recorder, meter)
         gevent.sleep(INTERVAL)

@@ -133,8 +133,9 @@ class TcpService:
         except Exception:
             log.exception("TCP handler %r failed on a connection from %r", self.service, addr)
         finally:
-            client.close()
+            # Forgotten before the close: the metrics read the socket's byte counters there.
             self.acceptor.forget(client)
+            client.close()
             if self._connection_done is not None:
                 self._connection_done()
 

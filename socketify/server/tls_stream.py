@@ -145,21 +145,27 @@ class TlsStream:
         """The negotiated ALPN protocol, if any."""
         return self._obj.selected_alpn_protocol()
 
+    def getsockopt(self, level: int, option: int, size: int) -> bytes:
+        """The socket's option (the byte counters of `TCP_INFO`, for the metrics)."""
+        value: bytes = self._raw.getsockopt(level, option, size)
+        return value
+
     def fileno(self) -> int:
         """The socket's file descriptor (for the libev watchers)."""
         return int(self._raw.fileno())
 
     def shutdown(self, how: int) -> None:
         """Send close_notify, then shut down the socket."""
-        self._notify_close()
+        self.notify_close()
         self._raw.shutdown(how)
 
     def close(self) -> None:
         """Send close_notify (best effort), then close the socket."""
-        self._notify_close()
+        self.notify_close()
         self._raw.close()
 
-    def _notify_close(self) -> None:
+    def notify_close(self) -> None:
+        """Send close_notify once (best effort, no waiting); the socket stays open."""
         # Without close_notify a client cannot tell our close from a truncation attack, and
         # strict ones (OpenSSL 3) report an error on a close-delimited body. One
         # non-blocking try: a peer that is gone or not reading must not hold us.

@@ -167,6 +167,20 @@ def test_scheme_and_host_with_and_without_trusted_proxy(make_request) -> None:
     assert fwd.scheme == "https"
 
 
+@pytest.mark.parametrize(
+    "forwarded",
+    ["a b", "evil.com/x?@a", "evil.com\x01", "[::zz]", "h:123456", "@evil.com"],
+)
+def test_a_forwarded_host_that_is_no_authority_gives_way_to_host(make_request, forwarded) -> None:
+    headers = [("Host", "inner:8080"), ("X-Forwarded-Host", forwarded)]
+    assert make_request("GET", "/", headers, trust_proxy=True).host == "inner:8080"
+
+
+def test_the_first_of_several_forwarded_hosts_is_the_host(make_request) -> None:
+    headers = [("Host", "inner"), ("X-Forwarded-Host", " shop.example:8443 , inner")]
+    assert make_request("GET", "/", headers, trust_proxy=True).host == "shop.example:8443"
+
+
 def test_requests_sharing_one_parsed_head_keep_their_own_headers_and_params() -> None:
     # The parser hands byte-identical heads out as one object; what middleware changes on
     # one request must not show on the next.

@@ -243,6 +243,25 @@ def test_a_stream_refused_and_reset_in_one_read_is_counted_not_raised() -> None:
     assert [e.error_code for e in of(ConnectionTerminated, events)] == [ENHANCE_YOUR_CALM]
 
 
+def test_streams_opened_past_the_limit_again_and_again_end_with_enhance_your_calm() -> None:
+    # A client that ignores MAX_CONCURRENT_STREAMS costs a header block and a RST_STREAM per
+    # stream and is never served: its refusals have a budget.
+    pair = Pair(Http2Limits(max_concurrent_streams=1, max_refused_per_second=5))
+    pair.client.remote_settings = h2.settings.Settings(client=False)
+    pair.request(end=False)  # the one stream it may have open
+    events: list[object] = []
+    for _ in range(5):
+        pair.request(end=False)
+        events += pair.to_server()
+    assert not of(ConnectionTerminated, events)  # five refusals: within the budget
+    refused = of(h2.events.StreamReset, pair.to_client())
+    assert [e.error_code for e in refused] == [ErrorCodes.REFUSED_STREAM] * 5
+    pair.request(end=False)
+    (end,) = of(ConnectionTerminated, pair.to_server())
+    assert (end.error_code, end.by_peer) == (ENHANCE_YOUR_CALM, False)
+    assert "refused" in end.detail
+
+
 @pytest.mark.parametrize("frame", [PingFrame(0, opaque_data=b"12345678"), SettingsFrame(0)])
 def test_control_frame_flood_ends_with_enhance_your_calm(frame: object) -> None:
     pair = Pair(Http2Limits(max_pings_per_second=20, max_settings_per_second=20))

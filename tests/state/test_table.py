@@ -3,6 +3,7 @@ through a worker killed at the worst moment; bounded by eviction, swept of expir
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -176,32 +177,95 @@ def test_values_without_a_ttl_that_fit_nowhere_are_refused_with_a_clear_error() 
     assert store.get("k99") is None and store.get("k98") == b"v"
 
 
-def test_a_full_group_keeps_its_live_entries_sending_newcomers_up_then_to_the_master() -> None:
+def test_a_full_table_demotes_the_entries_written_longest_ago_to_the_master_losing_none() -> None:
     clock = Clock()
     store, overflow = make_store((1, 1, 1), clock)  # 16 slots per class, 48 in all
     for n in range(60):
         store.set(f"s{n}", b"x", ttl=3600)
         clock.now += 1
-    assert [class_of(store, f"s{n}") for n in range(0, 48, GROUP_SLOTS)] == [0, 1, 2]
-    assert overflow.count_prefix("s") == 60 - 3 * GROUP_SLOTS  # the rest, kept by the master
-    assert all(store.get(f"s{n}") == b"x" for n in range(60))  # nothing evicted
+    in_master = [n for n in range(60) if overflow.get(f"s{n}") is not None]
+    assert in_master == list(range(12))  # moved there, oldest first, to make room
+    for n in range(12):  # marked where the readers of each look: its class-0 group
+        place = store.table.place(f"s{n}".encode())
+        assert store.table.layout.spilled_word(place.key) == place.seqs[0] + 1
+        assert store.table.spilled(place)
+    assert all(class_of(store, f"s{n}") in (0, 1, 2) for n in range(12, 60))  # the newest
+    assert all(store.get(f"s{n}") == b"x" for n in range(60))  # nothing lost
     assert store.count_prefix("s") == 60
 
 
-def test_only_a_full_master_store_evicts_and_the_sessions_written_longest_ago_go_first() -> None:
+def test_a_session_created_after_a_flood_is_served_from_the_table() -> None:
     clock = Clock()
-    entry = len("s00") + 1 + ENTRY_OVERHEAD
-    overflow = LocalState(KeyValueStore(clock, max_bytes=10 * entry))
-    store = TableStore(SharedTable(groups=(1, 1, 1), stripes=1), overflow, clock)
-    for n in range(3 * GROUP_SLOTS + 10):  # the table's 48 slots, then the master's 10
-        store.set(f"s{n:02}", b"x", ttl=3600)
+    store, overflow = make_store((1, 1, 1), clock)
+    for n in range(200):  # anonymous visitors: the table fills, the rest goes to the master
+        store.set(f"anon:{n}", b"a" * 300, ttl=3600)
+        clock.now += 0.01
+    store.set("hot", b"h" * 300, ttl=3600)
+    assert class_of(store, "hot") == 1 and overflow.get("hot") is None
+    for _ in range(100):  # the hot user's requests are never demoted by each other
+        assert store.compare_and_set("hot", b"h" * 300, b"h" * 300, ttl=3600)
+    assert overflow.get("hot") is None
+    assert store.count_prefix("anon:") == 200
+
+
+def test_a_demoted_entry_keeps_its_ttl_and_kind_in_the_master() -> None:
+    clock = Clock()
+    store, overflow = make_store((1, 1, 1), clock)
+    store.set("early", b"e", ttl=100)
+    store.incr("count", 5, ttl=100)
+    clock.now += 1
+    for n in range(3 * GROUP_SLOTS):
+        store.set(f"late{n}", b"v", ttl=3600)
+    assert overflow.get("early") == b"e" and overflow.get("count") == b"5"  # both moved
+    assert store.get("early") == b"e" and store.incr("count") == 6
+    clock.now += 98.5  # 99.5 s after they were written
+    assert store.get("early") == b"e" and store.get("count") == b"6"
+    clock.now += 1  # their TTL is over in the master as it would have been in the table
+    assert store.get("early") is None and store.get("count") is None
+    assert store.get("late0") == b"v"
+
+
+def test_a_demoted_session_written_again_is_promoted_back_into_the_table() -> None:
+    clock = Clock()
+    store, overflow = make_store((1, 1, 1), clock)
+    for n in range(3 * GROUP_SLOTS + 1):
+        store.set(f"s{n}", b"x", ttl=3600)
         clock.now += 1
-    assert store.count_prefix("s") == 58  # all kept: the store is not full until now
-    for n in range(58, 61):
-        store.set(f"s{n:02}", b"x", ttl=3600)
+    assert overflow.get("s0") == b"x"  # demoted
+    assert store.compare_and_set("s0", b"x", b"y", ttl=3600)  # its user comes back
+    assert class_of(store, "s0") == 0 and overflow.get("s0") is None  # one place per key
+    assert overflow.get("s1") == b"x"  # the next oldest made room
+    assert store.get("s0") == b"y" and store.get("s1") == b"x"
+
+
+def test_values_with_a_ttl_are_demoted_before_values_without_one() -> None:
+    clock = Clock()
+    store, overflow = make_store((1, 1, 1), clock)
+    for n in range(3 * GROUP_SLOTS - 1):
+        store.set(f"config{n}", b"c")  # no TTL, written first
         clock.now += 1
-    gone = [n for n in range(61) if store.get(f"s{n:02}") is None]
-    assert gone == [48, 49, 50]  # the master's oldest; the table keeps its own until expiry
+    store.set("session", b"s", ttl=3600)
+    clock.now += 1
+    store.set("newcomer", b"n", ttl=3600)
+    assert overflow.get("session") == b"s" and overflow.count_prefix("config") == 0
+    store.set("another", b"n", ttl=3600)  # now the oldest value with a TTL is newcomer
+    assert overflow.get("newcomer") == b"n" and overflow.count_prefix("config") == 0
+
+
+def test_buckets_stay_in_the_table_while_values_make_room_for_them() -> None:
+    clock = Clock()
+    store, overflow = make_store((1, 1, 1), clock)
+    for n in range(3 * GROUP_SLOTS + 5):  # every slot taken, some values demoted
+        store.set(f"v{n}", b"x", ttl=3600)
+        clock.now += 1
+    assert store.take("rl:a", 2, 0.0).allowed and store.take("rl:a", 2, 0.0).allowed
+    assert not store.take("rl:a", 2, 0.0).allowed  # one bucket, kept in the table
+    assert overflow.take("rl:a", 2, 0.0).allowed  # the master never had it
+    for n in range(3 * GROUP_SLOTS):  # values written after the bucket do not demote it
+        store.set(f"w{n}", b"x", ttl=3600)
+        clock.now += 1
+    assert not store.take("rl:a", 2, 0.0).allowed
+    assert store.count_prefix("") == 3 * GROUP_SLOTS * 2 + 5
 
 
 @pytest.mark.parametrize("size", [150, 600])
@@ -274,6 +338,71 @@ def test_compare_and_set_writes_only_over_the_expected_value(store: TableStore) 
 
 
 # -- across processes ----------------------------------------------------------------------
+
+
+def test_writers_of_one_key_racing_its_demotion_and_promotion_lose_no_write() -> None:
+    # Two workers update their own field of one ~2 KiB session (read, then compare-and-set,
+    # as sessions do) while a third floods the 16 slots of the 4 KiB class that alone holds
+    # it, so the session is demoted to the real master's store and promoted back again and
+    # again between and during their writes.
+    from workers.shared.link import Link
+    from workers.shared.state import StateClient
+    from workers.shared.state_server import StateServer
+
+    size = 2000
+
+    def write(store: TableStore, name: str) -> None:
+        import gevent
+
+        place = store.table.place(b"hot")
+        done = misses = 0
+        while done < 200 or (not misses and done < 5000):
+            while True:
+                misses += store.table.read(place) is None  # demoted meanwhile
+                raw = store.get("hot")
+                data = json.loads(raw) if raw else {}
+                data[name] = data.get(name, 0) + 1
+                value = json.dumps(data).ljust(size).encode()
+                if store.compare_and_set("hot", raw, value, ttl=60):
+                    break
+            done += 1
+            gevent.sleep(0.001)  # the flood's turn
+        store.set(f"{name}:done", json.dumps([done, misses]).encode(), ttl=60)
+        store.incr("finished", ttl=60)
+
+    def flood(store: TableStore) -> None:
+        n = 0
+        while n % 16 or store.get("finished") != b"2":
+            store.set(f"flood{n}", b"f" * size, ttl=60)
+            n += 1
+
+    server = StateServer(table=SharedTable(groups=(1, 1, 1), stripes=1))
+    server.start()
+    assert server.table is not None
+    try:
+        pids = []
+        for record, role in enumerate(["w0", "w1", "flood"]):
+            endpoint = server.attach(record)
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    store = TableStore(server.table, StateClient(Link(endpoint)))
+                    flood(store) if role == "flood" else write(store, role)
+                    code = 0
+                finally:
+                    os._exit(code)
+            pids.append(pid)
+        assert [os.waitpid(pid, 0)[1] for pid in pids] == [0, 0, 0]
+        both = TableStore(server.table, LocalState(server.store))
+        final = json.loads(both.get("hot") or b"{}")
+        reports = {name: json.loads(both.get(f"{name}:done") or b"[0, 0]") for name in final}
+        assert {name: final[name] for name in ("w0", "w1")} == {
+            name: reports[name][0] for name in ("w0", "w1")
+        }
+        assert sum(misses for _, misses in reports.values()) > 0  # the race was run
+    finally:
+        server.stop()
 
 
 def test_increments_from_two_processes_are_never_lost(store: TableStore) -> None:

@@ -7,8 +7,9 @@
 
 In a worker, ``client()`` is a ``workers.shared.table_store.TableStore``: the worker runs each
 operation itself on the hash table every worker maps (``workers.shared.table``), under a short lock,
-and only what does not fit there goes to the master's state server (``workers.shared.state_server``)
-through a ``StateClient``. Either way, when a call returns the change is visible to every
+and only what the table has no room for (values over 4 KiB, its entries written longest ago when
+their slots are needed) goes to the master's state server (``workers.shared.state_server``) through
+a ``StateClient``. Either way, when a call returns the change is visible to every
 worker (read-your-writes across workers) and survives the death of this one. Values are
 bytes; keys are ``str``. ``LocalState`` offers the same methods on an in-process
 ``KeyValueStore`` for a process without a master (``workers=0``, tests), so callers need not
@@ -134,6 +135,11 @@ class StateClient:
         """Remove ``key``; True if it existed."""
         return self._request(Op.DELETE, key.encode())[1] == b"\x01"
 
+    def discard(self, key: str) -> None:
+        """Remove ``key``, posted like ``set``: applied before any request this worker's
+        next steps could cause is answered, without waiting a round trip here."""
+        self._link.post(Op.DELETE, key.encode())
+
     def incr(self, key: str, amount: int = 1, ttl: float | None = None) -> int:
         """Add ``amount`` atomically and return the new value; ``ttl`` applies on creation."""
         args = wire.TTL_AND_AMOUNT.pack(_ttl(ttl), amount)
@@ -195,6 +201,10 @@ class LocalState:
     def delete(self, key: str) -> bool:
         """Remove ``key``; True if it existed."""
         return self._store.delete(key.encode())
+
+    def discard(self, key: str) -> None:
+        """Remove ``key`` (``StateClient``'s posted delete; here at once)."""
+        self._store.delete(key.encode())
 
     def incr(self, key: str, amount: int = 1, ttl: float | None = None) -> int:
         """Add ``amount`` and return the new value; ``ttl`` applies on creation."""

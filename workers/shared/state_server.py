@@ -2,18 +2,19 @@
 
 Most store operations never come here: workers run them on the shared table the server makes before
 the first fork (``workers.shared.table``, ``workers.shared.table_store``). This thread's store holds
-what the table cannot (values over 4 KiB, keys whose groups are full of live entries), and the
-worker that needs such a key asks for it as below. With ``SOCKETIFY_STATE_TABLE=0`` in the master's
+what the table has no room for (values over 4 KiB, and the entries it demoted: the written
+longest ago of a group full of live ones), and the worker that needs such a key asks for it as
+below. With ``SOCKETIFY_STATE_TABLE=0`` in the master's
 environment there is no table and this thread serves every operation.
 
 Both are bounded, as set in the master's environment: ``SOCKETIFY_STATE_TABLE_MB`` (about 100 MiB by
 default, see ``workers.shared.table.DEFAULT_GROUPS``) sizes the table, whose pages count in a
 process's memory only once touched; ``SOCKETIFY_STATE_MASTER_MB`` (64) caps this thread's store.
-The table never evicts a live entry: what does not fit there comes here, and this store evicts
-entries with a TTL only when it is full itself, written-longest-ago first; a value without a TTL
-never is, and one that finds no room is refused with an error. Between turns the thread also sweeps
-the table a few groups at a time (``workers.shared.table_upkeep``, which never waits for a lock) so
-that expired entries leave it ahead of need.
+The table never drops a live entry: what it demotes or cannot hold comes here, and this store
+evicts entries with a TTL only when it is full itself, written-longest-ago first; a value without a
+TTL never is, and one that finds no room is refused with an error. Between turns the thread also
+sweeps the table a few groups at a time (``workers.shared.table_upkeep``, which never waits for a
+lock) so that expired entries leave it ahead of need.
 
 Theory of operation
 -------------------

@@ -9,12 +9,13 @@ size classes (240, 1 088 and 4 352 bytes of key and value) and lives in at most 
 the whole table: its group's *first* slot or after it (probing wraps inside the group and
 stops at a never-used slot). A new entry goes to the smallest class it fits, in a free,
 removed or expired slot of its group; else to such a slot of its group in a larger class;
-else ``put`` says so and the caller keeps the entry elsewhere (the master, see
-``workers.shared.table_store``). A live entry is never evicted here: groups fill unevenly
-(a few of thousands fill up while the table is mostly empty), so evicting from a full group
-would drop live sessions long before the store is full. So memory is fixed, and what does
-not fit goes to the master's store, which evicts the entries written longest ago only when
-it is full itself.
+else the entry of those groups written longest ago makes room, once the caller has kept it
+elsewhere (``put``'s ``move``); else ``put`` says so. A live entry is never dropped here:
+groups fill unevenly (a few of thousands fill up while the table is mostly empty), so
+evicting from a full group would drop live sessions long before the store is full. The
+caller moves them to the master's store instead (``workers.shared.table_store``): the table
+is the fast tier for what was written lately, its memory is fixed, and the master's store
+behind it evicts only when it is full itself.
 
 Writers take the key's lock, ``with table.locked(place):``: a robust process-shared mutex
 (``workers.shared.mutex``) that all the key's groups share. ``rewrite`` does the usual write
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import mmap
 import os
 import platform
@@ -90,6 +92,7 @@ __all__ = [
 ]
 
 DEFAULT_STRIPES = 32
+_NO_EXPIRY_LAST = 1e15  # added to the write time of an entry without an expiry, in ``_new_slot``
 READ_TRIES = 8  # lock-free read attempts before a reader takes the lock
 LOCK_FREE_READS = platform.machine() in ("x86_64", "AMD64")  # loads and stores stay ordered
 
@@ -237,12 +240,16 @@ class SharedTable:
         expires: float,
         value: bytes,
         now: float,
+        move: Callable[[bytes, Entry], bool] | None = None,
+        movable: frozenset[int] = frozenset(),
     ) -> bool:
         """Store the key's entry: where ``found`` (the key's entry, from ``find``) is if it
-        fits there, else in a new slot (evicting as the module doc says), removing ``found``.
+        fits there, else in a new slot, removing ``found``.
 
-        False when no class has room: the table is unchanged and the caller keeps the entry
-        elsewhere. ``now`` is the caller's clock (expiry and eviction age).
+        When every slot it fits is live, the entry of a kind in ``movable`` written longest
+        ago (one with an expiry first) makes room: ``move(key, entry)`` keeps it elsewhere
+        and says whether it may go. False when no class has room: the table is unchanged and
+        the caller keeps the entry elsewhere. ``now`` is the caller's clock (expiry and age).
         """
         key = place.key
         size = len(key) + len(value)
@@ -269,19 +276,21 @@ class SharedTable:
             return True
         if len(key) > MAX_KEY:
             return False
-        target = self._new_slot(place, size, now)
+        target = self._new_slot(place, size, now, movable if move is not None else frozenset())
         if target is None:
             return False
-        size_class, index = target
+        size_class, index, taken = target
         words = self.words
         seq_at = place.seqs[size_class]
+        if taken and (move is None or not move(*self._entry_at(size_class, seq_at, index))):
+            return False
         moved_from = place.seqs[found.size_class] if found is not None else -1
         words[seq_at] += 1  # odd: readers of these groups read again
         if moved_from >= 0:
             words[moved_from] += 1
         try:
             self._fill(seq_at, size_class, index, place, kind, expires, value, now)
-            words[seq_at + 2 + index] = place.tag  # the key appears only now...
+            words[seq_at + 2 + index] = place.tag  # the key appears (a moved one goes) only now...
             self.mem[
                 self.classes[size_class].used + self.layout.group_number(size_class, seq_at)
             ] = 1
@@ -386,38 +395,67 @@ class SharedTable:
         self.mem[start : start + len(value)] = value
         words[slot >> 3] = current ^ 1  # commit: one aligned store
 
-    def _new_slot(self, place: Place, size: int, now: float) -> tuple[int, int] | None:
-        """``(class, slot)`` for a new entry of ``size`` bytes: a free, removed or expired
-        slot of its group in the smallest class it fits, else in the next class; None when
-        all of its groups are full of live entries."""
+    def _new_slot(
+        self, place: Place, size: int, now: float, movable: frozenset[int]
+    ) -> tuple[int, int, bool] | None:
+        """``(class, slot, taken)`` for a new entry of ``size`` bytes: a free, removed or
+        expired slot of its group in the smallest class it fits, else in the next class
+        (``taken`` False); else the slot of the live entry of a kind in ``movable`` written
+        longest ago, one with an expiry before any without (``taken`` True); else None."""
         words = self.words
         mem = self.mem
         first = place.first
+        unpack = HALF_HEAD.unpack_from
+        never = math.inf
+        oldest = never  # the rank of the slot that makes room: when it was written...
+        room: tuple[int, int, bool] | None = None
         for size_class, layout in enumerate(self.classes):
             if layout.data < size:
                 continue
             seq_at = place.seqs[size_class]
             tags = seq_at + 2
             group_at = (seq_at << 3) + GROUP_HEAD
+            slot_bytes, half_bytes = layout.slot, layout.half
             for step in range(GROUP_SLOTS):
                 index = (first + step) & LAST
                 if not words[tags + index] & 1:
-                    return size_class, index
-                slot = group_at + index * layout.slot
-                half = slot + 8 + words[slot >> 3] * layout.half
-                if HALF_HEAD.unpack_from(mem, half)[0] <= now:  # expired
-                    return size_class, index
-        return None
+                    return size_class, index, False
+                slot = group_at + index * slot_bytes
+                expires, kind, _, _, written = unpack(mem, slot + 8 + words[slot >> 3] * half_bytes)
+                if expires <= now:
+                    return size_class, index, False
+                if kind in movable:
+                    # ...after every entry with an expiry, if it has none (the clock is seconds).
+                    rank = written if expires != never else written + _NO_EXPIRY_LAST
+                    if rank < oldest:
+                        oldest = rank
+                        room = (size_class, index, True)
+        return room
+
+    def _entry_at(self, size_class: int, seq_at: int, index: int) -> tuple[bytes, Entry]:
+        """The key and entry in slot ``index`` of a group (with its lock)."""
+        layout = self.classes[size_class]
+        slot = (seq_at << 3) + GROUP_HEAD + index * layout.slot
+        half = slot + 8 + self.words[slot >> 3] * layout.half
+        expires, kind, key_len, value_len, _ = HALF_HEAD.unpack_from(self.mem, half)
+        start = half + KEY_AT
+        key = self.mem[start : start + key_len]
+        value = self.mem[start + key_len : start + key_len + value_len]
+        entry: Entry = _entry(Entry, (size_class, index, kind, expires, value))
+        return key, entry
 
     # -- spilling --------------------------------------------------------------------------
 
-    def spilled(self, place: Place) -> bool:
-        """Whether ``place``'s key may live in the caller's overflow store."""
-        return bool(self.words[place.seqs[0] + 1])
+    def spilled(self, place: Place, mark: int = 1) -> bool:
+        """Whether a key of ``place``'s class-0 group may live in the caller's overflow
+        store: ``mark`` is the caller's bit for a kind of key (default 1)."""
+        return bool(self.words[place.seqs[0] + 1] & mark)
 
-    def mark_spilled(self, place: Place) -> None:
-        """Note (for good) that a key of ``place``'s class-0 group went to the overflow store."""
-        self.words[place.seqs[0] + 1] = 1
+    def mark_spilled(self, place: Place | bytes, mark: int = 1) -> None:
+        """Note (for good) that a key of ``place``'s class-0 group (or of a key's, given as
+        bytes), of the kind the caller calls ``mark`` (a bit), went to the overflow store."""
+        at = self.layout.spilled_word(place) if isinstance(place, bytes) else place.seqs[0] + 1
+        self.words[at] |= mark
         self.words[0] = 1
 
     @property

@@ -154,6 +154,12 @@ class Layout:
         stripe = number & (self.stripes - 1)
         return Place(key, code | 1, first, stripe, seqs, homes, head_and_key(len(key)))
 
+    def spilled_word(self, key: bytes) -> int:
+        """The word index of the ``spilled`` word of ``key``'s class-0 group (what ``place``
+        gives as ``seqs[0] + 1``, without the rest)."""
+        first = self.classes[0]
+        return first.seq_at(((hash(key) & TAG_MASK) >> 4) & (first.groups - 1)) + 1
+
     def first_slot(self, key: bytes) -> int:
         """The slot of its groups where ``key``'s probing starts."""
         return hash(key) & LAST

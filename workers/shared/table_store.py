@@ -1,4 +1,4 @@
-"""The cross-worker store on the shared table, with the master's store for what does not fit.
+"""The cross-worker store on the shared table, with the master's store as its slow tier.
 
 Theory of operation
 -------------------
@@ -10,27 +10,39 @@ worker wrote under the lock, the next one to take it reads (read-your-writes acr
 workers), and an increment, a compare-and-set or a token taken is one step under the lock
 (limits stay global).
 
-Capacity. The table never evicts a live entry: keys fall into groups unevenly, and a full
-group in a table that is mostly empty is no reason to drop a session before its TTL. An
-expired entry's slot is reused (token buckets count as expired once they would be full
-again, which is the same as no bucket).
+Capacity: two tiers. The table is the fast tier, for what was written lately; the master's
+store (the *overflow*, a ``workers.shared.state.StateClient``) is the slow tier behind it, and
+together they are the store. Neither drops a live entry early. An expired entry's slot is
+reused (token buckets count as expired once they would be full again, which is the same as
+no bucket). A new or growing entry whose groups are full of live entries takes the place of
+the one there written longest ago (one with a TTL before one without), which is *demoted*:
+moved to the master's store with its remaining TTL, never lost. A session is written on
+every request, so the entries demoted are those not used for longest, and a hot user who
+arrives after a flood of anonymous ones is served from the table like the rest. The master's
+store is bounded in bytes; only when it is full does it evict, the entries with a TTL written
+longest ago first, and as the table demotes its oldest first, the store as a whole lets its
+oldest sessions go first. Token buckets are never demoted (the master cannot take one over
+mid-count); a value too big for any slot (over 4 KiB) lives in the master, and so does a key
+whose groups hold nothing that may be demoted. When the master is full of values without a
+TTL, the entry that would be demoted is evicted if it has a TTL.
 
-A key lives in one place. It goes to the master's store (the *overflow*, a
-``workers.shared.state.StateClient``) only when the table cannot hold it: a key and value over
-the largest slot's 4 352 bytes (4 KiB of value), or its groups in every class it fits full of
-live entries. The master's store is bounded in bytes; only when it is full does it evict,
-the entries with a TTL written longest ago first.
-The key's group is then marked *spilled*, and from then on every operation on a key of that
-group also consults the master, while holding the group's lock across the round trip, so
-the two places never disagree about a key:
+A key lives in one place. When one of a group's keys goes to the master, the key's class-0
+group is marked *spilled* (values and buckets apart), and from then on every operation on a
+key of that group that misses the table also consults the master, while holding the group's
+lock across the round trip, so the two places never disagree about a key:
 
 - a read that misses the table asks the master;
-- a write that lands in the table deletes the master's copy after writing the table;
-- a write that goes to the master is acknowledged there before the table's copy is removed.
+- a write that lands in the table deletes the master's copy after writing the table (posted,
+  see ``_store``): so a key read from the master is *promoted* back into the table by its
+  next write;
+- a demotion, or a write that goes to the master, is acknowledged there before the table's
+  copy is removed; the spilled mark comes first, so a lock-free reader who misses the table
+  asks the master.
 
-Either order leaves a whole value, old or new, if the worker dies between the two steps.
-Groups that never spilled (nearly all) never talk to the master. The master bounds its own
-store too (``workers.shared.kvstore``); a value it cannot take raises ``StateError``.
+Either order leaves a whole value, old or new, if the worker dies between the two steps (a
+delete removes both copies). Groups that never spilled never talk to the master. The master
+bounds its own store too (``workers.shared.kvstore``); a value it cannot take raises
+``StateError``.
 
 Token-bucket keys are the key behind a 0xFF byte, which no UTF-8 key starts with, so a bucket
 and a value of the same name stay apart as in ``KeyValueStore``.
@@ -45,13 +57,15 @@ from collections.abc import Callable
 from typing import Any
 
 from workers.shared.kvstore import TakeResult, take_result, token_wait
-from workers.shared.link import StateError
+from workers.shared.link import StateError, StateUnavailable
 from workers.shared.table import Entry, Place, SharedTable, Stored
 from workers.shared.table_upkeep import remove_where, select
 
 __all__ = ["TableStore"]
 
 BYTES, INTEGER, BUCKET = 0, 1, 2
+_DEMOTABLE = frozenset((BYTES, INTEGER))  # what the master's store can take over
+VALUES_SPILLED, BUCKETS_SPILLED = 1, 2  # a group's spilled marks (``SharedTable.spilled``)
 _BUCKET_KEY = b"\xff"
 _INT = struct.Struct("<q")
 _BUCKET = struct.Struct("<ddd")  # tokens, stamp, full at
@@ -160,11 +174,14 @@ class TableStore:
         table = self.table
         # A key found in the table has no copy in the master (one place per key).
         spilled = found is None and table.spilled(place)
-        if table.put(place, found, kind, expires, value, self._clock()):
-            if spilled:
-                self.overflow.delete(place.key.decode())  # a copy there would resurface
-            return
         now = self._clock()
+        if table.put(place, found, kind, expires, value, now, self._demote, _DEMOTABLE):
+            if spilled:
+                # A copy there would resurface. Posted, not waited for: the master applies it
+                # before any request that another worker's next step on this key makes, and
+                # that worker takes this lock first (see ``workers.shared.state_server``).
+                self.overflow.discard(place.key.decode())
+            return
         table.mark_spilled(place)
         if kind == INTEGER:
             value = str(_INT.unpack(value)[0]).encode()  # the master keeps the digits
@@ -176,18 +193,38 @@ class TableStore:
         if found is not None:
             table.remove(place, found)
 
+    def _demote(self, key: bytes, entry: Entry) -> bool:
+        """Keep ``key``'s entry in the master's store, as the table makes room for a newer
+        one in its slot (with the lock its groups share); whether it may go."""
+        table = self.table
+        table.mark_spilled(key)  # first: a reader who misses it asks the master
+        value = entry.value if entry.kind == BYTES else _digits(entry.value)
+        ttl = None if entry.expires == math.inf else entry.expires - self._clock()
+        if ttl is not None and ttl <= 0:
+            return True  # expired meanwhile: nothing to keep
+        try:
+            self.overflow.set(key.decode(), value, ttl, wait=True)
+        except StateUnavailable:
+            raise
+        except StateError:  # the master is full of values without a TTL: the store is full
+            # Evicted if it has a TTL, as the master would its own oldest with one.
+            return ttl is not None
+        return True
+
     def delete(self, key: str) -> bool:
         """Remove ``key``; True if it existed."""
         place = self._place(key)
         table = self.table
         with table.locked(place):
             found = table.find(place)
+            spilled = table.spilled(place)
+            existed = False
             if found is not None:
                 table.remove(place, found)
-                return found.expires > self._clock()
-            if table.spilled(place):
-                return bool(self.overflow.delete(key))
-            return False
+                existed = found.expires > self._clock()
+            if spilled:  # a worker that died demoting it may have left a copy there too
+                existed = bool(self.overflow.delete(key)) or existed
+            return existed
 
     def incr(self, key: str, amount: int = 1, ttl: float | None = None) -> int:
         """Add ``amount`` atomically and return the new value; ``ttl`` applies on creation."""
@@ -222,7 +259,7 @@ class TableStore:
                 if at > stamp:
                     tokens = min(float(capacity), tokens + (at - stamp) * refill_per_second)
                     stamp = at
-            elif found is None and table.spilled(place):
+            elif found is None and table.spilled(place, BUCKETS_SPILLED):
                 result: TakeResult = self.overflow.take(key, capacity, refill_per_second, now)
                 return result
             else:  # absent, or full again by now (a full bucket is the same as no bucket)
@@ -238,9 +275,11 @@ class TableStore:
             else:
                 full_at = math.inf
             bucket = _BUCKET.pack(tokens, stamp, full_at)
-            if not table.put(place, found, BUCKET, full_at, bucket, clock):
+            if not table.put(
+                place, found, BUCKET, full_at, bucket, clock, self._demote, _DEMOTABLE
+            ):
                 # No room for a new bucket: the master keeps it (the same answer, from there).
-                table.mark_spilled(place)
+                table.mark_spilled(place, BUCKETS_SPILLED)
                 if found is not None:
                     table.remove(place, found)
                 result = self.overflow.take(key, capacity, refill_per_second, now)

@@ -265,7 +265,7 @@ class Http2ServerConnection:
         if (last is not None and sid > last) or (
             len(self._active) >= self.limits.max_concurrent_streams
         ):
-            self._refuse(sid, REFUSED_STREAM)
+            self._refuse_opening(sid, REFUSED_STREAM)
             return
         # PERF: a client repeats its requests' header lists (the decoder hands back the same
         # list for a repeated block); a head is an immutable value, so the one made for the
@@ -276,14 +276,14 @@ class Http2ServerConnection:
             try:
                 head = request_head(fields)
             except BadRequest:
-                self._refuse(sid, PROTOCOL_ERROR)
+                self._refuse_opening(sid, PROTOCOL_ERROR)
                 return
             if small:
                 if len(heads) >= _CACHED_HEADS:
                     heads.clear()
                 heads[fields] = head
         if ended and head.content_length:
-            self._refuse(sid, PROTOCOL_ERROR)  # a body announced, none sent
+            self._refuse_opening(sid, PROTOCOL_ERROR)  # a body announced, none sent
             return
         stream = _Stream(self._peer_window, self.limits.stream_window, not ended)
         stream.unread = head.content_length
@@ -446,6 +446,13 @@ class Http2ServerConnection:
         if sid in self._active and sid not in self._rejected:
             self._rejected.add(sid)
             events.append(StreamReset(sid, code, by_peer=False))
+
+    def _refuse_opening(self, sid: int, code: int) -> None:
+        """Refuse a stream as it opens, within the budget of refusals (see limits.py)."""
+        flood = self._budgets.refuse()
+        if flood is not None:
+            raise Http2Error(ENHANCE_YOUR_CALM, flood)
+        self._refuse(sid, code)
 
     def _refuse(self, sid: int, code: int) -> None:
         """RST_STREAM for a stream that was never (or is no longer) open."""

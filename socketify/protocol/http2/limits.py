@@ -41,6 +41,7 @@ class Http2Limits:
     max_header_list_size: int = 16384  # decoded header section, as HPACK counts it
     max_frame_size: int = 16384  # larger inbound frames are a FRAME_SIZE_ERROR
     max_resets_per_second: int = 100  # streams the client resets
+    max_refused_per_second: int = 100  # streams we refuse: past the limit, or malformed
     max_settings_per_second: int = 50
     max_pings_per_second: int = 50
     max_priority_per_second: int = 1000
@@ -63,6 +64,7 @@ class Http2Limits:
 # field that is its budget per second.
 FLOOD_BUDGETS: dict[str, str] = {
     "too many streams reset": "max_resets_per_second",
+    "too many streams refused": "max_refused_per_second",
     "SETTINGS flood": "max_settings_per_second",
     "PING flood": "max_pings_per_second",
     "PRIORITY flood": "max_priority_per_second",
@@ -117,6 +119,7 @@ class FrameBudgets:
         "_empty_data",
         "_pings",
         "_priority",
+        "_refused",
         "_resets",
         "_settings",
         "_unknown",
@@ -125,6 +128,7 @@ class FrameBudgets:
 
     def __init__(self, limits: Http2Limits) -> None:
         self._resets = RateCounter(limits.max_resets_per_second)
+        self._refused = RateCounter(limits.max_refused_per_second)
         self._settings = RateCounter(limits.max_settings_per_second)
         self._pings = RateCounter(limits.max_pings_per_second)
         self._priority = RateCounter(limits.max_priority_per_second)
@@ -151,6 +155,14 @@ class FrameBudgets:
         if kind > LAST_DEFINED_TYPE:
             return None if self._unknown.hit(now) else "unknown frame flood"
         return None
+
+    def refuse(self) -> str | None:
+        """Count one stream we refused as it opened; the flood's name if it is over.
+
+        A client that keeps opening streams past our limit, or malformed ones, costs a
+        header block decoded and a RST_STREAM sent for each, and is never served.
+        """
+        return None if self._refused.hit() else "too many streams refused"
 
     def earn(self, data_frames: int) -> None:
         """We sent `data_frames` DATA frames: the client may acknowledge each twice."""
