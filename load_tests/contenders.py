@@ -77,6 +77,13 @@ def _hypercorn(port: int, workers: int) -> list[str]:
     ]  # fmt: skip
 
 
+def _socketify_py(port: int, workers: int) -> list[str]:
+    # A script, not `-m`: the PyPI package is also named `socketify` (the script drops this
+    # tree from its path).
+    script = LOAD_TESTS / "apps" / "peer_socketify_py_ping.py"
+    return [str(VENV_BIN / "python"), str(script), "--port", str(port), "--workers", str(workers)]
+
+
 def _gevent_ceiling(port: int, workers: int) -> list[str]:
     module = "load_tests.apps.gevent_ceiling"
     return [
@@ -94,6 +101,12 @@ CONTENDERS = {
             "uvicorn + httptools + uvloop, raw ASGI app",
             _uvicorn,
             ("uvicorn", "httptools", "uvloop"),
+        ),
+        Contender(
+            "socketify.py",
+            "socketify.py (uWebSockets, C++), the same /ping answer",
+            _socketify_py,
+            ("socketify.native",),  # socketify.py's module, not in this tree's package
         ),
         Contender(
             "gunicorn-gevent-wsgi",
@@ -128,10 +141,13 @@ def peers_missing(modules: Iterable[str]) -> str | None:
     python = VENV_BIN / "python"
     if not python.exists():
         return f"{VENV} does not exist"
+    # Run outside the repository: `-c` puts the working directory first on sys.path, where
+    # this tree's `socketify` would shadow socketify.py's package of the same name.
     check = subprocess.run(
         [str(python), "-c", f"import {', '.join(sorted(set(modules)))}"],
         capture_output=True,
         text=True,
+        cwd="/",
     )
     if check.returncode != 0:
         return f"{VENV} lacks a peer: {check.stderr.strip().splitlines()[-1]}"

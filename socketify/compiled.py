@@ -15,10 +15,15 @@ __all__ = ["HOT_MODULES", "compiled_modules"]
 
 # The modules a /ping request spends most of its user-space time in, found by profiling the
 # worker: the serve loop of a connection, the HTTP/1.1 parser and serializer with the field
-# checks and the Date clock they share with HTTP/2, and the glue between them and the request
-# and response objects. Everything else runs as Python in both builds (the public objects
-# too, whose callers may pass any type a Python function accepts).
+# checks and the Date clock they share with HTTP/2, the glue between them and the request and
+# response objects, those objects and the middleware chain. A compiled function checks its
+# arguments against its hints, so the public ones here say everything their callers may pass.
+# The application and its router stay Python: apps subclass and extend them.
 HOT_MODULES: tuple[str, ...] = (
+    "socketify/core/chain.py",
+    "socketify/core/headers.py",
+    "socketify/core/request.py",
+    "socketify/core/response.py",
     "socketify/protocol/http/dates.py",
     "socketify/protocol/http/fields.py",
     "socketify/protocol/http/grammar.py",

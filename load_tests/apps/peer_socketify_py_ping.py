@@ -1,14 +1,16 @@
 """Peer: socketify.py (uWebSockets) answering /ping (load_tests/.venv only).
 
-    load_tests/.venv/bin/python load_tests/apps/peer_socketify_py_ping.py --port 8080
+    load_tests/.venv/bin/python load_tests/apps/peer_socketify_py_ping.py --port 8080 [--workers N]
 
 Run as a script, never with this repository on the path: the PyPI package is also named
-`socketify`. One process, one uWebSockets loop.
+`socketify`. Each worker is one process with one uWebSockets loop; more than one are forked
+and share the port (uWebSockets sets SO_REUSEPORT).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -24,14 +26,23 @@ def ping(res, req):
     res.end(b'{"ok":true}')
 
 
+def serve(port: int) -> None:
+    app = App()
+    app.get("/ping", ping)
+    app.listen(port, lambda config: None)
+    app.run()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
-    app = App()
-    app.get("/ping", ping)
-    app.listen(args.port, lambda config: None)
-    app.run()
+    for _ in range(args.workers - 1):
+        if os.fork() == 0:
+            serve(args.port)
+            os._exit(0)
+    serve(args.port)
 
 
 if __name__ == "__main__":

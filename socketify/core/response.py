@@ -45,11 +45,14 @@ if TYPE_CHECKING:
     from socketify.core.request import Request
     from socketify.core.templates import Templates
 
-__all__ = ["APPLICATION_JSON", "TEXT_HTML", "TEXT_PLAIN", "Response"]
+__all__ = ["APPLICATION_JSON", "TEXT_HTML", "TEXT_PLAIN", "BodyData", "Response"]
 
 TEXT_PLAIN = "text/plain; charset=utf-8"
 TEXT_HTML = "text/html; charset=utf-8"
 APPLICATION_JSON = "application/json; charset=utf-8"
+
+# What a buffered body may be given as: text (sent UTF-8) or any bytes-like object.
+BodyData = str | bytes | bytearray | memoryview
 
 _FRAMING = frozenset({"content-length", "transfer-encoding"})  # the connection's alone
 _SINGLE = frozenset({"date", "server", "connection"})  # a second value replaces the first
@@ -107,14 +110,19 @@ class Response:
     # -- status and headers ---------------------------------------------------------------
 
     def status(self, code: int) -> Response:
-        """Set the status code (100-999); chains."""
-        if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 999:
+        """Set the status code (100-999; ValueError outside, TypeError for a non-int); chains."""
+        if not isinstance(code, int):
+            raise TypeError(f"a status code is an int, not {type(code).__name__}")
+        if isinstance(code, bool) or not 100 <= code <= 999:
             raise ValueError(f"invalid status code {code!r}")
         self.status_code = int(code)
         return self
 
-    def set_header(self, name: str, value: str) -> Response:
-        """Set header `name` (case-insensitive), replacing earlier values; chains."""
+    def set_header(self, name: str, value: object) -> Response:
+        """Set header `name` (case-insensitive), replacing earlier values; chains.
+
+        A value that is not text is sent as its `str()` (`res.set_header("X-Count", 3)`).
+        """
         field = header_field(name, value)
         lower = field[0]
         if lower == "content-type":
@@ -128,10 +136,11 @@ class Response:
             self._fields.append(field)
         return self
 
-    def add_header(self, name: str, value: str) -> Response:
+    def add_header(self, name: str, value: object) -> Response:
         """Add one more value for header `name` (sent as its own line); chains.
 
-        Content-Type, Date, Server and Connection have one value: adding replaces.
+        Content-Type, Date, Server and Connection have one value: adding replaces. A value
+        that is not text is sent as its `str()`.
         """
         field = header_field(name, value)
         lower = field[0]
@@ -183,7 +192,7 @@ class Response:
 
     # -- buffered bodies ------------------------------------------------------------------
 
-    def send(self, body: str | bytes = b"", content_type: str | None = None) -> bool:
+    def send(self, body: BodyData = b"", content_type: str | None = None) -> bool:
         """Send `body` and end; Content-Type is `content_type` (or sniffed) unless already set.
 
         Returns False, changing nothing, if the response had already ended.
@@ -206,7 +215,7 @@ class Response:
         self.ended = True
         return True
 
-    def html(self, body: str | bytes) -> bool:
+    def html(self, body: BodyData) -> bool:
         """Send an HTML body (`text/html; charset=utf-8` unless a type is set)."""
         return self.send(body, TEXT_HTML)
 
@@ -251,7 +260,7 @@ class Response:
             return self.send(b"")
         return self.send(reason(code) + "\n", TEXT_PLAIN)
 
-    def write(self, chunk: str | bytes) -> bool:
+    def write(self, chunk: BodyData) -> bool:
         """Append to the buffered body; False once ended."""
         if self.ended:
             return False
@@ -262,7 +271,7 @@ class Response:
             self._chunks.append(data)
         return True
 
-    def end(self, chunk: str | bytes | None = None) -> bool:
+    def end(self, chunk: BodyData | None = None) -> bool:
         """Finish the response with what was written (plus `chunk`); False if already ended."""
         if self.ended:
             return False
