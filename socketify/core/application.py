@@ -34,6 +34,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from socketify.core.chain import Chain
 from socketify.core.compression import resolve as resolve_compression
 from socketify.core.coroutines import blocking, blocking_middleware
@@ -56,6 +58,8 @@ Instrument = Callable[[Request, Response, Answer], None]
 error_log = logging.getLogger("socketify.error")
 
 
+# `Server` (and apps) subclass it; compiled, that must be allowed by name.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Application(Registrar):
     """Routes, middleware and options; `handle(req, res)` answers one request."""
 

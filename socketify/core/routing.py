@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 from urllib.parse import unquote
 
+from mypy_extensions import mypyc_attr
+
 from socketify.core.chain import Chain, Middleware
 from socketify.core.coroutines import blocking, blocking_middleware
 from socketify.core.errors import HTTPError
@@ -240,6 +242,9 @@ def _walk(node: _Node, segments: list[str], depth: int) -> Iterator[Route]:
     yield from node.wild
 
 
+# Its subclass `Application` is subclassed by apps, which mypyc allows only down a line
+# of classes that all allow it.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Registrar:
     """Route shorthands shared by Server and Group; subclasses implement `_add`.
 
@@ -373,6 +378,8 @@ def _shape(segments: list[tuple[str, str]]) -> list[str]:
     return [text if kind == "s" else kind for kind, text in segments]
 
 
+# socketify.py's `RouteTable` subclasses it; compiled, that must be allowed by name.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Router:
     """The route table; mutable until `freeze()`, then read-only and fast."""
 
