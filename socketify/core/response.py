@@ -219,14 +219,18 @@ class Response:
         """Send an HTML body (`text/html; charset=utf-8` unless a type is set)."""
         return self.send(body, TEXT_HTML)
 
-    def render(self, name: str, /, **context: Any) -> bool:
-        """Send the Jinja2 template `name` rendered with `context` (needs `Server(templates=)`).
+    # The template's name is positional-only by the double-underscore convention rather than
+    # `/`: a compiled build (mypyc) honours only the former, and would refuse a context key
+    # called `name` as given twice.
+    def render(self, __name: str, **context: Any) -> bool:
+        """Send the Jinja2 template `__name` rendered with `context` (needs `Server(templates=)`).
 
         The Content-Type follows the template's extension (`page.html` is HTML, `feed.xml`
         XML; HTML for one it does not know) unless one is set. Raises `TemplatesUnavailable`
         without a template folder or without Jinja2, and Jinja2's `TemplateNotFound` for a
-        name the folder lacks.
+        name the folder lacks. Any keyword is a context key, `name` too.
         """
+        name = __name
         if self.ended:
             return False
         if self.templates is None:

@@ -144,3 +144,12 @@ def test_info_reports_templates_where_render_works(folder: Path) -> None:
     client = served(folder)
     assert "Templates: yes" in info().splitlines()
     assert client.get("/page.html?text=ok").text == "<p>ok</p>"
+
+
+def test_a_context_key_may_be_called_name(folder: Path) -> None:
+    # The template's own name is positional-only: `name=` is the page's, in both builds.
+    (folder / "hello.html").write_text("<h1>Hello, {{ name }}!</h1>")
+    server = Server(templates=str(folder))
+    server.get("/")(lambda req, res: res.render("hello.html", name="<b>Ada</b>"))
+    page = TestClient(server).get("/")
+    assert page.text == "<h1>Hello, &lt;b&gt;Ada&lt;/b&gt;!</h1>"
