@@ -32,8 +32,8 @@ Content-Length and Transfer-Encoding are the connection's alone.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from time import time as _time
+import time
+from typing import Final
 
 from socketify.protocol.http11.events import RequestHead, Sentinel
 from socketify.protocol.http11.parser import RequestParser
@@ -48,10 +48,11 @@ from socketify.protocol.http11.status import NO_BODY_STATUSES, STATUS_LINES, sta
 
 __all__ = ["CONTINUE", "Framing", "LocalProtocolError", "ServerConnection"]
 
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-_FRAMING_FIELDS = frozenset({"content-length", "transfer-encoding"})
+_time: Final = time.time
+CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
+_FRAMING_FIELDS: Final = frozenset({"content-length", "transfer-encoding"})
 # Fields that are not just copied: the framing ones (refused), Connection, Date and Server.
-_NOT_PLAIN = _FRAMING_FIELDS | {"connection", "date", "server"}
+_NOT_PLAIN: Final = _FRAMING_FIELDS | {"connection", "date", "server"}
 
 
 class LocalProtocolError(Exception):
@@ -70,7 +71,7 @@ class Framing(enum.Enum):
 class ServerConnection:
     """The HTTP/1.1 state of one server connection: what was received, what may be sent."""
 
-    __slots__ = ("_continued", "_framing", "_parser", "keep_alive", "next_event", "receive_data")
+    __slots__ = ("_continued", "_framing", "_parser", "keep_alive")
 
     def __init__(
         self,
@@ -80,23 +81,26 @@ class ServerConnection:
         *,
         allow_bare_lf: bool = False,
     ) -> None:
-        parser = self._parser = RequestParser(
+        self._parser = RequestParser(
             max_header_size, max_target_size, max_body_size, allow_bare_lf=allow_bare_lf
         )
-        # The parser's own methods, called on every request: no layer in between.
-        self.receive_data: Callable[[bytes], None] = parser.feed
-        """Add received bytes; `b""` means the peer will send nothing more."""
-        self.next_event: Callable[[], RequestHead | bytes | Sentinel] = parser.next_event
-        """The next event: a `RequestHead`, body bytes, `END_OF_MESSAGE`, `NEED_DATA`, `CLOSED`.
-
-        Raises `ParseError` for input we refuse. The owner asks for the next head only once
-        it has answered the current request, so pipelined requests are answered in order.
-        """
         self.keep_alive = True  # after end_response: whether another request may be read
         self._continued = False  # the 100 Continue for the current request went out
         self._framing: Framing | None = None  # set by start_response
 
     # -- receiving ----------------------------------------------------------------------------
+
+    def receive_data(self, data: bytes) -> None:
+        """Add received bytes; `b""` means the peer will send nothing more."""
+        self._parser.feed(data)
+
+    def next_event(self) -> RequestHead | bytes | Sentinel:
+        """The next event: a `RequestHead`, body bytes, `END_OF_MESSAGE`, `NEED_DATA`, `CLOSED`.
+
+        Raises `ParseError` for input we refuse. The owner asks for the next head only once
+        it has answered the current request, so pipelined requests are answered in order.
+        """
+        return self._parser.next_event()
 
     @property
     def buffered(self) -> int:
@@ -364,7 +368,7 @@ class _FrameCache(dict[tuple[object, ...], _Frame]):
         self[key] = frame
 
 
-_FRAMES_KEPT = 256
-_FRAMES = _FrameCache()
+_FRAMES_KEPT: Final = 256
+_FRAMES: Final = _FrameCache()
 # Whole heads of plain answers, made this second (cleared with the frames, and when full).
-_PLAIN: dict[tuple[object, ...], tuple[bytes, Framing, bool]] = {}
+_PLAIN: Final[dict[tuple[object, ...], tuple[bytes, Framing, bool]]] = {}
