@@ -45,6 +45,7 @@ HOT_MODULES: tuple[str, ...] = (
     "socketify/protocol/http11/target.py",
     "socketify/server/connection.py",
     "socketify/server/exchange.py",
+    "socketify/server/service.py",
 )
 
 
