@@ -46,6 +46,7 @@ HOT_MODULES: tuple[str, ...] = (
     "socketify/server/connection.py",
     "socketify/server/exchange.py",
     "socketify/server/service.py",
+    "workers/supervise/context.py",
 )
 
 
