@@ -26,7 +26,9 @@ owner, after `end_response`, whether to read another request or close.
 Framing rules: 1xx, 204 and 304 answers have no body and no Content-Length; a HEAD answer has
 the GET answer's headers and no body; an answer of unknown length is chunked on HTTP/1.1 and
 ends with the close on HTTP/1.0; Date and Server are added unless the response has its own;
-Content-Length and Transfer-Encoding are the connection's alone.
+Content-Length and Transfer-Encoding are the connection's alone. `Connection: close` ends an
+answer the connection closes after, `Connection: keep-alive` one to an HTTP/1.0 client that
+keeps it; an HTTP/1.1 connection that stays open says nothing (persistence is its default).
 """
 
 from __future__ import annotations
@@ -339,9 +341,16 @@ def _frame(
         end = "Transfer-Encoding: chunked\r\n"
     if head.method == "HEAD" and framing is not Framing.NONE:
         framing = Framing.NONE  # the GET answer's headers, no body
-    if connection is None or not upgrade:
-        connection = "keep-alive" if keep_alive else "close"
-    return start, f"{end}Connection: {connection}\r\n\r\n", framing, keep_alive
+    if not upgrade or connection is None:
+        if not keep_alive:
+            connection = "close"
+        elif head.version == "HTTP/1.0":
+            connection = "keep-alive"  # HTTP/1.0 closes unless the answer says otherwise
+        else:
+            connection = None  # HTTP/1.1 keeps the connection unless told (RFC 9112 §9.3)
+    if connection is not None:
+        end += f"Connection: {connection}\r\n"
+    return start, end + "\r\n", framing, keep_alive
 
 
 _Frame = tuple[str, str, Framing, bool]
