@@ -185,7 +185,7 @@ class ServerConnection:
         # PERF: `_answer_head`'s lookup of a plain answer (the same key), written out for the
         # usual answer: a call less on every health check, JSON answer or pipelined request.
         if len(fields) <= 1 and _time() < _FRAMES.until:
-            known = _PLAIN.get(
+            known = _FRAMES.plain.get(
                 (status, fields, len(body), False, keep_alive, head.method, head.version)
             )
         else:
@@ -265,12 +265,10 @@ def _answer_head(
     if len(fields) > 1:
         return _render(head, status, fields, length, upgrade, keep_alive)
     key = (status, fields, length, upgrade, keep_alive, head.method, head.version)
-    known = _PLAIN.get(key)
+    known = frames.plain.get(key)
     if known is None:
         known = _render(head, status, fields, length, upgrade, keep_alive)
-        if len(_PLAIN) >= _FRAMES_KEPT:
-            _PLAIN.clear()
-        _PLAIN[key] = known
+        frames.keep_plain(key, known)
     return known
 
 
@@ -299,7 +297,7 @@ def _render(
         lines += line
     key = (status, length, upgrade, keep_alive, head.method, head.version, own, connection)
     frames = _FRAMES
-    frame = frames.get(key)
+    frame = frames.frames.get(key)
     if frame is None:
         frame = _frame(status, length, upgrade, keep_alive, head, own, connection)
         frames.keep(key, frame)
@@ -356,28 +354,34 @@ def _frame(
 _Frame = tuple[str, str, Framing, bool]
 
 
-class _FrameCache(dict[tuple[object, ...], _Frame]):
-    """Frames made during the current Date second (they hold its Date line); bounded."""
+class _FrameCache:
+    """Frames made during the current Date second (they hold its Date line), and the whole
+    heads of plain answers made of them; bounded."""
 
     def __init__(self) -> None:
-        super().__init__()
+        self.frames: dict[tuple[object, ...], _Frame] = {}
+        self.plain: dict[tuple[object, ...], tuple[bytes, Framing, bool]] = {}
         self.until = 0.0  # when this second's frames go stale
 
     def start_second(self) -> None:
         """Forget the last second's frames, and the plain heads made of them."""
-        self.clear()
-        _PLAIN.clear()
+        self.frames.clear()
+        self.plain.clear()
         self.until = float(int(_time()) + 1)
 
     def keep(self, key: tuple[object, ...], frame: _Frame) -> None:
         """Remember a frame; a full cache starts over."""
-        if len(self) >= _FRAMES_KEPT:
-            self.clear()
-            _PLAIN.clear()
-        self[key] = frame
+        if len(self.frames) >= _FRAMES_KEPT:
+            self.frames.clear()
+            self.plain.clear()
+        self.frames[key] = frame
+
+    def keep_plain(self, key: tuple[object, ...], known: tuple[bytes, Framing, bool]) -> None:
+        """Remember a plain answer's head; a full table starts over."""
+        if len(self.plain) >= _FRAMES_KEPT:
+            self.plain.clear()
+        self.plain[key] = known
 
 
 _FRAMES_KEPT: Final = 256
 _FRAMES: Final = _FrameCache()
-# Whole heads of plain answers, made this second (cleared with the frames, and when full).
-_PLAIN: Final[dict[tuple[object, ...], tuple[bytes, Framing, bool]]] = {}
