@@ -16,13 +16,15 @@ __all__ = ["HOT_MODULES", "compiled_modules"]
 # The modules a /ping request spends most of its user-space time in, found by profiling the
 # worker: the serve loop of a connection, the HTTP/1.1 parser and serializer with the field
 # checks and the Date clock they share with HTTP/2, the glue between them and the request and
-# response objects, those objects and the middleware chain, and the application's dispatch
-# with the router (and host routers) it looks routes up in. A compiled function checks its
-# arguments against its hints, so the public ones here say everything their callers may pass.
+# response objects, those objects and the middleware chain, and the application's request path
+# (`Dispatcher`) with the router (and host routers) it looks routes up in. A compiled function
+# checks its arguments against its hints, so the public ones here say everything their callers
+# may pass.
 # The classes apps subclass (`Application`, `Router`) say so with `mypyc_attr`.
 HOT_MODULES: tuple[str, ...] = (
     "socketify/core/application.py",
     "socketify/core/chain.py",
+    "socketify/core/dispatch.py",
     "socketify/core/headers.py",
     "socketify/core/hosts.py",
     "socketify/core/request.py",
@@ -31,6 +33,7 @@ HOT_MODULES: tuple[str, ...] = (
     "socketify/protocol/http/dates.py",
     "socketify/protocol/http/fields.py",
     "socketify/protocol/http/grammar.py",
+    "socketify/protocol/http/heads.py",
     "socketify/protocol/http/status.py",
     "socketify/protocol/http11/chunked.py",
     "socketify/protocol/http11/connection.py",
@@ -42,6 +45,8 @@ HOT_MODULES: tuple[str, ...] = (
     "socketify/protocol/http11/target.py",
     "socketify/server/connection.py",
     "socketify/server/exchange.py",
+    "socketify/server/service.py",
+    "workers/supervise/context.py",
 )
 
 

@@ -32,10 +32,10 @@ def test_socketify_logging_does_not_shadow_the_stdlib() -> None:
     # A fresh interpreter: import order matters, so nothing may be cached from this one.
     code = (
         "from socketify import logging as ours\n"
-        "import socketify.core.application, socketify.middleware.access_log as a\n"
+        "import socketify.core.dispatch, socketify.middleware.access_log as a\n"
         "import logging, sys\n"
         "assert sys.modules['logging'] is logging and hasattr(logging, 'getLogger')\n"
-        "assert socketify.core.application.logging is logging and a.logging is logging\n"
+        "assert socketify.core.dispatch.logging is logging and a.logging is logging\n"
         "assert ours is not logging and ours is a and ours.middleware\n"
         "print('ok')\n"
     )

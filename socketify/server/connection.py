@@ -34,7 +34,7 @@ import logging
 import socket
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from gevent import GreenletExit, get_hub, getcurrent
 
@@ -50,7 +50,7 @@ from socketify.server.tls_stream import TlsStream
 from socketify.server.turns import Turn
 
 # The first bytes of every HTTP/2 connection: no HTTP/1.1 request starts with them.
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+PREFACE: Final = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 if TYPE_CHECKING:
     import ssl
@@ -60,16 +60,24 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("socketify.error")
 
-READ_SIZE = 65536
-BATCH_BYTES = 65536  # flush pipelined responses once this much is queued
-ANSWERS_PER_CHECK = 16  # pipelined answers between two looks at the connection's turn
-LINGER_SECONDS = 2.0  # how long we drain input after an answer we close on, so it is not reset
-_monotonic = time.monotonic
+READ_SIZE: Final = 65536
+BATCH_BYTES: Final = 65536  # flush pipelined responses once this much is queued
+ANSWERS_PER_CHECK: Final = 16  # pipelined answers between two looks at the connection's turn
+# How long we drain input after an answer we close on, so it is not reset.
+LINGER_SECONDS: Final = 2.0
+_monotonic: Final = time.monotonic
 
 # DISCARD: reading input only to drop it (an unread body after the answer, or before a
 # close); its deadline passing closes silently, as WRITE's does. PREAMBLE: waiting for the
-# PROXY protocol header, bounded by header_timeout.
-IDLE, HEAD, BODY, HANDLER, WRITE, UPGRADED, DISCARD, PREAMBLE = range(8)
+# PROXY protocol header, bounded by header_timeout. (`Final`: a compiled build inlines them.)
+IDLE: Final = 0
+HEAD: Final = 1
+BODY: Final = 2
+HANDLER: Final = 3
+WRITE: Final = 4
+UPGRADED: Final = 5
+DISCARD: Final = 6
+PREAMBLE: Final = 7
 
 
 class Connection:
@@ -258,15 +266,13 @@ class Connection:
 
     def _serve_requests(self) -> None:
         service = self.service
-        next_event = self.http.next_event
-        answer = self._answer
+        http = self.http
         idle_timeout = service.options.idle_timeout
-        check_turn = self.turn.check
         answered = 0
         while True:
-            event = next_event()
+            event = http.next_event()
             if event.__class__ is RequestHead:
-                if not answer(event):
+                if not self._answer(event):
                     self._flush()
                     return
                 self.phase = IDLE
@@ -276,7 +282,7 @@ class Connection:
                     # every few answers, not after each: in a profile of a pipelining flood,
                     # one look per answer took ~5% of the worker.
                     answered = 0
-                    check_turn()
+                    self.turn.check()
                 continue
             if event is NEED_DATA:
                 if self.phase == IDLE:

@@ -37,7 +37,7 @@ def test_a_buffered_answer_is_the_head_then_the_body_and_keeps_the_connection() 
     data = conn.respond(head, 200, (JSON,), b'{"ok":true}')
     assert without_date(data) == (
         b"HTTP/1.1 200 OK\r\nServer: socketify\r\nContent-Type: application/json\r\n"
-        b"Content-Length: 11\r\nConnection: keep-alive\r\n\r\n"
+        b"Content-Length: 11\r\n\r\n"
         b'{"ok":true}'
     )
     assert conn.keep_alive

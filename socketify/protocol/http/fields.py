@@ -7,6 +7,7 @@ so no caller can split a response with CR or LF (HTTP/1.1) or send a field HTTP/
 from __future__ import annotations
 
 import re
+from typing import Final
 
 from socketify.protocol.http.grammar import TOKEN
 
@@ -94,5 +95,5 @@ def header_field(name: str, value: object) -> HeaderField:
     return field
 
 
-_FIELDS: dict[tuple[str, str], HeaderField] = {}
-_FIELDS_KEPT = 1024
+_FIELDS: Final[dict[tuple[str, str], HeaderField]] = {}
+_FIELDS_KEPT: Final = 1024

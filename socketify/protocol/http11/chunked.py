@@ -27,11 +27,16 @@ if TYPE_CHECKING:
 
 __all__ = ["ChunkedDecoder"]
 
-_HEX = re.compile(r"[0-9A-Fa-f]+")
+_HEX: Final = re.compile(r"[0-9A-Fa-f]+")
 _SIZE_LINE_MAX: Final = 1024
 _TRAILER_LINE_MAX: Final = 8192
 
-SIZE, DATA, DATA_END, TRAILERS, DONE = range(5)
+# The decoder's states (`Final`: a compiled build inlines them).
+SIZE: Final = 0
+DATA: Final = 1
+DATA_END: Final = 2
+TRAILERS: Final = 3
+DONE: Final = 4
 
 
 class ChunkedDecoder:

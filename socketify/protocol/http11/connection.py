@@ -26,14 +26,16 @@ owner, after `end_response`, whether to read another request or close.
 Framing rules: 1xx, 204 and 304 answers have no body and no Content-Length; a HEAD answer has
 the GET answer's headers and no body; an answer of unknown length is chunked on HTTP/1.1 and
 ends with the close on HTTP/1.0; Date and Server are added unless the response has its own;
-Content-Length and Transfer-Encoding are the connection's alone.
+Content-Length and Transfer-Encoding are the connection's alone. `Connection: close` ends an
+answer the connection closes after, `Connection: keep-alive` one to an HTTP/1.0 client that
+keeps it; an HTTP/1.1 connection that stays open says nothing (persistence is its default).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from time import time as _time
+import time
+from typing import Final
 
 from socketify.protocol.http11.events import RequestHead, Sentinel
 from socketify.protocol.http11.parser import RequestParser
@@ -48,10 +50,11 @@ from socketify.protocol.http11.status import NO_BODY_STATUSES, STATUS_LINES, sta
 
 __all__ = ["CONTINUE", "Framing", "LocalProtocolError", "ServerConnection"]
 
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-_FRAMING_FIELDS = frozenset({"content-length", "transfer-encoding"})
+_time: Final = time.time
+CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
+_FRAMING_FIELDS: Final = frozenset({"content-length", "transfer-encoding"})
 # Fields that are not just copied: the framing ones (refused), Connection, Date and Server.
-_NOT_PLAIN = _FRAMING_FIELDS | {"connection", "date", "server"}
+_NOT_PLAIN: Final = _FRAMING_FIELDS | {"connection", "date", "server"}
 
 
 class LocalProtocolError(Exception):
@@ -70,7 +73,7 @@ class Framing(enum.Enum):
 class ServerConnection:
     """The HTTP/1.1 state of one server connection: what was received, what may be sent."""
 
-    __slots__ = ("_continued", "_framing", "_parser", "keep_alive", "next_event", "receive_data")
+    __slots__ = ("_continued", "_framing", "_parser", "keep_alive")
 
     def __init__(
         self,
@@ -80,23 +83,26 @@ class ServerConnection:
         *,
         allow_bare_lf: bool = False,
     ) -> None:
-        parser = self._parser = RequestParser(
+        self._parser = RequestParser(
             max_header_size, max_target_size, max_body_size, allow_bare_lf=allow_bare_lf
         )
-        # The parser's own methods, called on every request: no layer in between.
-        self.receive_data: Callable[[bytes], None] = parser.feed
-        """Add received bytes; `b""` means the peer will send nothing more."""
-        self.next_event: Callable[[], RequestHead | bytes | Sentinel] = parser.next_event
-        """The next event: a `RequestHead`, body bytes, `END_OF_MESSAGE`, `NEED_DATA`, `CLOSED`.
-
-        Raises `ParseError` for input we refuse. The owner asks for the next head only once
-        it has answered the current request, so pipelined requests are answered in order.
-        """
         self.keep_alive = True  # after end_response: whether another request may be read
         self._continued = False  # the 100 Continue for the current request went out
         self._framing: Framing | None = None  # set by start_response
 
     # -- receiving ----------------------------------------------------------------------------
+
+    def receive_data(self, data: bytes) -> None:
+        """Add received bytes; `b""` means the peer will send nothing more."""
+        self._parser.feed(data)
+
+    def next_event(self) -> RequestHead | bytes | Sentinel:
+        """The next event: a `RequestHead`, body bytes, `END_OF_MESSAGE`, `NEED_DATA`, `CLOSED`.
+
+        Raises `ParseError` for input we refuse. The owner asks for the next head only once
+        it has answered the current request, so pipelined requests are answered in order.
+        """
+        return self._parser.next_event()
 
     @property
     def buffered(self) -> int:
@@ -179,7 +185,7 @@ class ServerConnection:
         # PERF: `_answer_head`'s lookup of a plain answer (the same key), written out for the
         # usual answer: a call less on every health check, JSON answer or pipelined request.
         if len(fields) <= 1 and _time() < _FRAMES.until:
-            known = _PLAIN.get(
+            known = _FRAMES.plain.get(
                 (status, fields, len(body), False, keep_alive, head.method, head.version)
             )
         else:
@@ -259,12 +265,10 @@ def _answer_head(
     if len(fields) > 1:
         return _render(head, status, fields, length, upgrade, keep_alive)
     key = (status, fields, length, upgrade, keep_alive, head.method, head.version)
-    known = _PLAIN.get(key)
+    known = frames.plain.get(key)
     if known is None:
         known = _render(head, status, fields, length, upgrade, keep_alive)
-        if len(_PLAIN) >= _FRAMES_KEPT:
-            _PLAIN.clear()
-        _PLAIN[key] = known
+        frames.keep_plain(key, known)
     return known
 
 
@@ -293,7 +297,7 @@ def _render(
         lines += line
     key = (status, length, upgrade, keep_alive, head.method, head.version, own, connection)
     frames = _FRAMES
-    frame = frames.get(key)
+    frame = frames.frames.get(key)
     if frame is None:
         frame = _frame(status, length, upgrade, keep_alive, head, own, connection)
         frames.keep(key, frame)
@@ -335,36 +339,49 @@ def _frame(
         end = "Transfer-Encoding: chunked\r\n"
     if head.method == "HEAD" and framing is not Framing.NONE:
         framing = Framing.NONE  # the GET answer's headers, no body
-    if connection is None or not upgrade:
-        connection = "keep-alive" if keep_alive else "close"
-    return start, f"{end}Connection: {connection}\r\n\r\n", framing, keep_alive
+    if not upgrade or connection is None:
+        if not keep_alive:
+            connection = "close"
+        elif head.version == "HTTP/1.0":
+            connection = "keep-alive"  # HTTP/1.0 closes unless the answer says otherwise
+        else:
+            connection = None  # HTTP/1.1 keeps the connection unless told (RFC 9112 §9.3)
+    if connection is not None:
+        end += f"Connection: {connection}\r\n"
+    return start, end + "\r\n", framing, keep_alive
 
 
 _Frame = tuple[str, str, Framing, bool]
 
 
-class _FrameCache(dict[tuple[object, ...], _Frame]):
-    """Frames made during the current Date second (they hold its Date line); bounded."""
+class _FrameCache:
+    """Frames made during the current Date second (they hold its Date line), and the whole
+    heads of plain answers made of them; bounded."""
 
     def __init__(self) -> None:
-        super().__init__()
+        self.frames: dict[tuple[object, ...], _Frame] = {}
+        self.plain: dict[tuple[object, ...], tuple[bytes, Framing, bool]] = {}
         self.until = 0.0  # when this second's frames go stale
 
     def start_second(self) -> None:
         """Forget the last second's frames, and the plain heads made of them."""
-        self.clear()
-        _PLAIN.clear()
+        self.frames.clear()
+        self.plain.clear()
         self.until = float(int(_time()) + 1)
 
     def keep(self, key: tuple[object, ...], frame: _Frame) -> None:
         """Remember a frame; a full cache starts over."""
-        if len(self) >= _FRAMES_KEPT:
-            self.clear()
-            _PLAIN.clear()
-        self[key] = frame
+        if len(self.frames) >= _FRAMES_KEPT:
+            self.frames.clear()
+            self.plain.clear()
+        self.frames[key] = frame
+
+    def keep_plain(self, key: tuple[object, ...], known: tuple[bytes, Framing, bool]) -> None:
+        """Remember a plain answer's head; a full table starts over."""
+        if len(self.plain) >= _FRAMES_KEPT:
+            self.plain.clear()
+        self.plain[key] = known
 
 
-_FRAMES_KEPT = 256
-_FRAMES = _FrameCache()
-# Whole heads of plain answers, made this second (cleared with the frames, and when full).
-_PLAIN: dict[tuple[object, ...], tuple[bytes, Framing, bool]] = {}
+_FRAMES_KEPT: Final = 256
+_FRAMES: Final = _FrameCache()

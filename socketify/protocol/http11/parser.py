@@ -41,43 +41,49 @@ __all__ = ["RequestParser"]
 
 VERSIONS: Final = frozenset({"HTTP/1.1", "HTTP/1.0"})
 
-_TARGET = re.compile(r"[\x21-\x7e]+")
+_TARGET: Final = re.compile(r"[\x21-\x7e]+")
 # Header lines joined by CRLF. Values may hold HTAB, visible ASCII and obs-text only, so a
 # bare CR or LF, NUL or other control character fails the match (and takes the slow path).
-_HEADER_BLOCK = re.compile(
+_HEADER_BLOCK: Final = re.compile(
     r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]++:[^\x00-\x08\x0a-\x1f\x7f]*+\r\n)*+"
     r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]++:[^\x00-\x08\x0a-\x1f\x7f]*+)?"
 )
-_FRAMING_FIELD = re.compile(r"\n(content-length|transfer-encoding|connection|expect):([^\r]*)")
-_CR_LF = (13, 10)
-_BARE_CR = re.compile(rb"\r[^\n]")
+_FRAMING_FIELD: Final = re.compile(
+    r"\n(content-length|transfer-encoding|connection|expect):([^\r]*)"
+)
+_CR_LF: Final = (13, 10)
+_BARE_CR: Final = re.compile(rb"\r[^\n]")
 # PERF: a few hot request lines ("GET /api/x HTTP/1.1") make up most traffic; remembering
 # their validated split skips the request-line checks. Only lines that passed go in, and the
 # cache is simply emptied when full, so a client sending unique targets costs one clear.
 # method, target, path, query, version, and the authority of an absolute-form target ("")
 _Line = tuple[str, str, str, str, str, str]
-_LINE_CACHE: dict[str, _Line] = {}
-_LINE_CACHE_SIZE = 512
+_LINE_CACHE: Final[dict[str, _Line]] = {}
+_LINE_CACHE_SIZE: Final = 512
 # Likewise the framing read from a header block: keep-alive clients repeat their headers
 # byte for byte. Keyed per version (keep-alive defaults and Host rules differ); only blocks
 # that passed validation, and only small ones, so the cache stays a few hundred KiB at most.
 _Framing = tuple[int | None, bool, bool, bool]  # content_length, chunked, keep_alive, expect
-_FRAMING_CACHE: dict[str, dict[str, _Framing]] = {"HTTP/1.1": {}, "HTTP/1.0": {}}
-_FRAMING_CACHE_SIZE = 256
-_FRAMING_CACHE_MAX_BLOCK = 1024
+_FRAMING_CACHE: Final[dict[str, dict[str, _Framing]]] = {"HTTP/1.1": {}, "HTTP/1.0": {}}
+_FRAMING_CACHE_SIZE: Final = 256
+_FRAMING_CACHE_MAX_BLOCK: Final = 1024
 # And whole heads: a keep-alive client (a health check, a poller, a pipelining benchmark)
 # repeats its head byte for byte, and then one lookup replaces every check above and hands
 # back the same (never mutated) RequestHead. One table per (target, body) limit pair, since
 # a head valid under one parser's limits may be refused by another's.
-_HEAD_CACHES: dict[tuple[int, int], dict[bytes, tuple[bytes, RequestHead]]] = {}
-_HEAD_CACHE_SIZE = 256
-_HEAD_CACHE_MAX = 1024
-_HUGE = 10**20  # a Content-Length too long to be anything but over the limit
+_HEAD_CACHES: Final[dict[tuple[int, int], dict[bytes, tuple[bytes, RequestHead]]]] = {}
+_HEAD_CACHE_SIZE: Final = 256
+_HEAD_CACHE_MAX: Final = 1024
+_HUGE: Final = 10**20  # a Content-Length too long to be anything but over the limit
 
 
-# Parser states. PERF: module constants, not an Enum or class attributes: the state is
-# compared several times per request and a global is the cheapest lookup.
-_HEAD, _BODY, _CHUNKED, _END, _ERROR = range(5)
+# Parser states. PERF: `Final` int constants, not an Enum or class attributes: the state is
+# compared several times per request; a compiled build inlines them as literals.
+_HEAD: Final = 0
+_BODY: Final = 1
+_CHUNKED: Final = 2
+_END: Final = 3
+_ERROR: Final = 4
 
 
 class RequestParser:
@@ -91,7 +97,7 @@ class RequestParser:
         "_error",
         "_heads",
         "_last_head",
-        "_last_raw",
+        "_last_wire",
         "_remaining",
         "_scan_from",
         "_skipped",
@@ -124,7 +130,8 @@ class RequestParser:
         self._chunked: ChunkedDecoder | None = None
         self._error: ParseError | None = None
         self._heads = _HEAD_CACHES.setdefault((max_target_size, max_body_size), {})
-        self._last_raw = b""  # the last cached head this parser met, and its raw bytes
+        # The last cached head this parser met, and its bytes with the blank line that ends it.
+        self._last_wire = b""
         self._last_head: RequestHead | None = None
         # The trailer fields of the chunked body whose END_OF_MESSAGE was the last event.
         self.trailers: tuple[tuple[str, str], ...] = ()
@@ -165,28 +172,32 @@ class RequestParser:
                 # PERF: the usual head, inline: it ends in CRLF CRLF and was seen before. A
                 # cached head holds no blank line and does not end in LF, so a hit proves
                 # the head ends here (and that it starts here: it holds no blank line).
-                end = buf.find(b"\r\n\r\n")
-                if end > 0:
-                    last = self._last_raw
-                    if end == len(last) and buf.startswith(last):
-                        head = self._last_head  # the same head again: no copy, no hash
+                wire = self._last_wire
+                head = None
+                if buf == wire:
+                    # The same head again, alone in the buffer (a keep-alive client's next
+                    # request): no search, no copy, no hash.
+                    head = self._last_head
+                else:
+                    end = buf.find(b"\r\n\r\n")
+                    if end > 0:
+                        if end + 4 == len(wire) and buf.startswith(wire):
+                            head = self._last_head  # the same head, pipelined bytes after it
+                        else:
+                            # The table's own bytes, not a copy: idle keep-alive connections
+                            # then share them instead of holding a head each.
+                            known = self._heads.get(bytes(buf[:end]))
+                            if known is not None:
+                                wire, head = known
+                                self._last_wire, self._last_head = known
+                if head is not None and len(wire) - 4 + self._skipped <= self.max_header_size:
+                    del buf[: len(wire)]
+                    self._skipped = 0
+                    if head.chunked or head.content_length:
+                        self._begin_body(head)
                     else:
-                        known = self._heads.get(bytes(buf[:end]))
-                        # Remember the table's own key, not a copy: idle keep-alive
-                        # connections then share it instead of holding a head each.
-                        if known is not None:
-                            self._last_raw, head = known
-                            self._last_head = head
-                        else:
-                            head = None
-                    if head is not None and end + self._skipped <= self.max_header_size:
-                        del buf[: end + 4]
-                        self._skipped = 0
-                        if head.chunked or head.content_length:
-                            self._begin_body(head)
-                        else:
-                            self._state = _END
-                        return head
+                        self._state = _END
+                    return head
             return self._next_head()
         if state == _BODY:
             return self._next_body_piece()
@@ -247,8 +258,8 @@ class RequestParser:
             heads = self._heads
             if len(heads) >= _HEAD_CACHE_SIZE:
                 heads.clear()
-            heads[raw] = (raw, head)
-            self._last_raw, self._last_head = raw, head
+            known = heads[raw] = (raw + b"\r\n\r\n", head)
+            self._last_wire, self._last_head = known
         if head.chunked or head.content_length:
             self._begin_body(head)
         else:
