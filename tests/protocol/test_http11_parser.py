@@ -631,6 +631,39 @@ def test_heads_of_equal_length_alternating_are_each_parsed_as_sent() -> None:
     assert [h.headers[0][1] for h in found[:4]] == ["x", "x", "x", "xy"]
 
 
+def test_heads_fed_one_at_a_time_are_each_parsed_as_sent() -> None:
+    # A keep-alive client's requests arrive one by one, each alone in the buffer: the parser
+    # knows its last head by comparing the whole buffer, and must still tell the others apart.
+    one = b"GET /one HTTP/1.1\r\nHost: x\r\n\r\n"
+    two = b"GET /two HTTP/1.1\r\nHost: x\r\n\r\n"
+    body = b"POST /one HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok"
+    parser = RequestParser()
+    events: list = []
+    for piece in [one, one, two, two, one, body, one, one + one[:9], one[9:], one]:
+        parser.feed(piece)
+        events.extend(drain(parser))
+    found = heads(events)
+    assert [(h.method, h.path) for h in found] == [("GET", "/one")] * 2 + [("GET", "/two")] * 2 + [
+        ("GET", "/one"),
+        ("POST", "/one"),
+    ] + [("GET", "/one")] * 4
+    assert found[0] is found[1] and found[2] is found[3]  # the same immutable head again
+    assert b"ok" in events
+
+
+def test_a_repeated_head_fed_alone_still_obeys_a_smaller_header_limit() -> None:
+    raw = b"GET /big HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"p" * 600 + b"\r\n\r\n"
+    roomy = RequestParser()
+    for _ in range(2):
+        roomy.feed(raw)
+        assert heads(drain(roomy))
+    strict = RequestParser(max_header_size=512)  # shares the cached head with `roomy`
+    strict.feed(raw)
+    with pytest.raises(ParseError) as caught:
+        drain(strict)
+    assert caught.value.status == 431
+
+
 # -- methods and Host ------------------------------------------------------------------------------
 
 
